@@ -1,0 +1,134 @@
+/* Coral: collective communication (all-reduce and friends) for host and device buffers.
+ * The API mirrors NCCL's shape and numeric values so an NCCL shim maps 1:1. */
+#ifndef CORAL_CORAL_H
+#define CORAL_CORAL_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CORAL_API __attribute__((visibility("default")))
+#else
+#define CORAL_API
+#endif
+
+#define CORAL_MAJOR 0
+#define CORAL_MINOR 1
+#define CORAL_PATCH 0
+#define CORAL_VERSION_CODE (CORAL_MAJOR * 10000 + CORAL_MINOR * 100 + CORAL_PATCH)
+
+typedef enum {
+  coralSuccess = 0,
+  coralUnhandledCudaError = 1,
+  coralSystemError = 2,
+  coralInternalError = 3,
+  coralInvalidArgument = 4,
+  coralInvalidUsage = 5,
+  coralRemoteError = 6,
+  coralInProgress = 7,
+  coralTimeout = 8,
+  coralNumResults = 9
+} coralResult_t;
+
+typedef enum {
+  coralInt8 = 0,
+  coralChar = 0,
+  coralUint8 = 1,
+  coralInt32 = 2,
+  coralInt = 2,
+  coralUint32 = 3,
+  coralInt64 = 4,
+  coralUint64 = 5,
+  coralFloat16 = 6,
+  coralHalf = 6,
+  coralFloat32 = 7,
+  coralFloat = 7,
+  coralFloat64 = 8,
+  coralDouble = 8,
+  coralBfloat16 = 9,
+  coralNumTypes = 10
+} coralDataType_t;
+
+typedef enum { coralSum = 0, coralProd = 1, coralMax = 2, coralMin = 3, coralAvg = 4, coralNumOps = 5 } coralRedOp_t;
+
+#define CORAL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[CORAL_UNIQUE_ID_BYTES];
+} coralUniqueId;
+
+typedef struct coralComm* coralComm_t;
+/* Handle of a non-blocking host-buffer operation (see coralIAllReduce). */
+typedef struct coralRequest* coralRequest_t;
+
+CORAL_API const char* coralGetErrorString(coralResult_t result);
+/* Detailed message for the last failure on comm (rank, peer, operation, OS error); "" if none.
+ * With comm == NULL: the last failure of a call that had no communicator (e.g. init). */
+CORAL_API const char* coralGetLastError(coralComm_t comm);
+CORAL_API coralResult_t coralGetVersion(int* version);
+
+/* Creates a rendezvous point (a store served by a thread of this process) and describes it in
+ * *uniqueId together with a random per-job secret. Broadcast it to every rank out of band. */
+CORAL_API coralResult_t coralGetUniqueId(coralUniqueId* uniqueId);
+CORAL_API coralResult_t coralCommInitRank(coralComm_t* comm, int nranks, coralUniqueId commId, int rank);
+/* Rank, size and rendezvous from the launcher: coral-run, Open MPI, MPICH/Hydra, Slurm, torchrun. */
+CORAL_API coralResult_t coralCommInitEnv(coralComm_t* comm);
+/* Waits for this rank's outstanding operations, then frees the communicator. */
+CORAL_API coralResult_t coralCommDestroy(coralComm_t comm);
+/* Marks the communicator failed (peers' pending calls return coralRemoteError) and frees it. */
+CORAL_API coralResult_t coralCommAbort(coralComm_t comm);
+CORAL_API coralResult_t coralCommCount(const coralComm_t comm, int* count);
+CORAL_API coralResult_t coralCommUserRank(const coralComm_t comm, int* rank);
+CORAL_API coralResult_t coralCommGetAsyncError(coralComm_t comm, coralResult_t* asyncError);
+
+/* Collectives. stream == NULL: host buffers, the call returns once the operation is complete. */
+CORAL_API coralResult_t coralAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       coralDataType_t datatype, coralRedOp_t op, coralComm_t comm,
+                                       void* stream);
+CORAL_API coralResult_t coralReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                           coralDataType_t datatype, coralRedOp_t op,
+                                           coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                       coralDataType_t datatype, coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                       coralDataType_t datatype, int root, coralComm_t comm,
+                                       void* stream);
+CORAL_API coralResult_t coralReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                    coralDataType_t datatype, coralRedOp_t op, int root,
+                                    coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralSend(const void* sendbuff, size_t count, coralDataType_t datatype,
+                                  int peer, coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralRecv(void* recvbuff, size_t count, coralDataType_t datatype, int peer,
+                                  coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralBarrier(coralComm_t comm);
+
+/* Non-blocking forms for host buffers. Operations run on the communicator's progress thread in
+ * issue order (blocking calls made meanwhile queue behind them) and overlap the caller's work.
+ * Buffers must stay valid and untouched until the request completes. Every request must be
+ * completed with coralWait, or with coralTest returning done, which also frees it. */
+CORAL_API coralResult_t coralIAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                        coralDataType_t datatype, coralRedOp_t op,
+                                        coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                            coralDataType_t datatype, coralRedOp_t op,
+                                            coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                        coralDataType_t datatype, coralComm_t comm,
+                                        coralRequest_t* request);
+CORAL_API coralResult_t coralIBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                        coralDataType_t datatype, int root, coralComm_t comm,
+                                        coralRequest_t* request);
+CORAL_API coralResult_t coralIReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                     coralDataType_t datatype, coralRedOp_t op, int root,
+                                     coralComm_t comm, coralRequest_t* request);
+/* *done = 1 and the request is freed (its result returned) once complete; else *done = 0. */
+CORAL_API coralResult_t coralTest(coralRequest_t request, int* done);
+/* Blocks until complete, returns the operation's result and frees the request. */
+CORAL_API coralResult_t coralWait(coralRequest_t request);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CORAL_CORAL_H */

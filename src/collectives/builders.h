@@ -1,0 +1,31 @@
+// Schedule builders: pure functions of CollArgs (no I/O, no threads). Each algorithm file starts
+// with a comment on its steps, bytes per rank and when it wins.
+#pragma once
+#include <vector>
+
+#include "collectives/schedule.h"
+
+namespace coral::sched {
+
+// Blocks of a buffer: block b starts at off[b] and holds size[b] elements.
+struct Blocks {
+  std::vector<size_t> off, size;
+  static Blocks even(size_t n, int p);           // n split into p near-equal blocks
+  static Blocks uniform(size_t per_block, int p);  // p blocks of per_block each
+};
+
+// Primitives that compose (ring all-reduce = ring reduce-scatter + ring all-gather).
+void ring_reduce_scatter(Schedule& s, const CollArgs& a, const Blocks& in, Ref out_mine, bool scale);
+void ring_allgather(Schedule& s, const CollArgs& a, const Blocks& blocks);
+void copy_chunked(Schedule& s, Ref src, Ref dst, size_t count);
+
+Schedule allreduce_ring(const CollArgs& a);
+Schedule allreduce_rd(const CollArgs& a);
+Schedule reduce_scatter_ring(const CollArgs& a);
+Schedule allgather_ring(const CollArgs& a);
+Schedule broadcast_chain(const CollArgs& a);
+Schedule reduce_chain(const CollArgs& a);
+Schedule barrier_dissemination(const CollArgs& a);
+Schedule sendrecv_p2p(const CollArgs& a);
+
+}  // namespace coral::sched

@@ -1,0 +1,19 @@
+#include "collectives/builders.h"
+
+namespace coral::sched {
+
+// Point-to-point send or receive, chunked; an empty message still travels so counts match.
+Schedule sendrecv_p2p(const CollArgs& a) {
+  const bool send = a.coll == Coll::Send;
+  Schedule s{send ? "send" : "recv", a.nranks, a.rank, {}, send ? a.count : 0, send ? 0 : a.count};
+  size_t lo = 0;
+  do {
+    const size_t n = std::min(a.chunk, a.count - lo);
+    if (send) s.steps.push_back({OpKind::Send, a.root, -1, {Buf::Send, lo}, {}, n});
+    else s.steps.push_back({OpKind::Recv, a.root, -1, {}, {Buf::Recv, lo}, n});
+    lo += n;
+  } while (lo < a.count);
+  return s;
+}
+
+}  // namespace coral::sched

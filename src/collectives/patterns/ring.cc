@@ -1,0 +1,86 @@
+// Ring reduce-scatter and all-gather, chunked into rounds of at most a.chunk elements per block.
+// Reduce-scatter: P-1 steps per round, each rank sends (P-1)/P of the data; the partial sums
+// travel the ring and are never written locally (recv_reduce_send). All-gather: the same ring
+// carrying finished blocks. Bandwidth-optimal; latency grows with P.
+#include "collectives/builders.h"
+#include "collectives/patterns/ring.h"
+
+namespace coral::sched {
+
+Blocks Blocks::even(size_t n, int p) {
+  Blocks b;
+  for (int i = 0; i < p; ++i) {
+    b.off.push_back(block_offset(n, p, i));
+    b.size.push_back(block_size(n, p, i));
+  }
+  return b;
+}
+
+Blocks Blocks::uniform(size_t per_block, int p) {
+  Blocks b;
+  for (int i = 0; i < p; ++i) {
+    b.off.push_back(per_block * i);
+    b.size.push_back(per_block);
+  }
+  return b;
+}
+
+static size_t rounds(const Blocks& b, size_t chunk) {
+  size_t biggest = 0;
+  for (size_t s : b.size) biggest = std::max(biggest, s);
+  return (biggest + chunk - 1) / chunk;
+}
+
+// Elements of block b in round k.
+static size_t piece(const Blocks& b, int blk, size_t k, size_t chunk) {
+  size_t lo = k * chunk;
+  return b.size[blk] > lo ? std::min(chunk, b.size[blk] - lo) : 0;
+}
+
+void ring_reduce_scatter(Schedule& s, const CollArgs& a, const Blocks& in, Ref out_mine, bool scale) {
+  const int p = a.nranks, r = a.rank;
+  if (p == 1) return;
+  const int next = patterns::ring_next(r, p), prev = patterns::ring_prev(r, p);
+  for (size_t k = 0, nk = rounds(in, a.chunk); k < nk; ++k) {
+    const size_t lo = k * a.chunk;
+    for (int st = 0; st < p; ++st) {
+      int blk = patterns::ring_back(r, st + 1, p);
+      size_t n = piece(in, blk, k, a.chunk);
+      if (n == 0) continue;
+      Ref src{Buf::Send, in.off[blk] + lo};
+      if (st == 0) {
+        s.steps.push_back({OpKind::Send, next, -1, src, {}, n});
+      } else if (st < p - 1) {
+        s.steps.push_back({OpKind::RecvReduceSend, prev, next, src, {}, n});
+      } else {
+        Ref dst{out_mine.buf, out_mine.off + lo};
+        s.steps.push_back({OpKind::RecvReduce, prev, -1, src, dst, n});
+        if (scale) s.steps.push_back({OpKind::Scale, -1, -1, {}, dst, n});
+      }
+    }
+  }
+}
+
+void ring_allgather(Schedule& s, const CollArgs& a, const Blocks& blocks) {
+  const int p = a.nranks, r = a.rank;
+  if (p == 1) return;
+  const int next = patterns::ring_next(r, p), prev = patterns::ring_prev(r, p);
+  for (size_t k = 0, nk = rounds(blocks, a.chunk); k < nk; ++k) {
+    const size_t lo = k * a.chunk;
+    for (int st = 0; st < p; ++st) {
+      int blk = patterns::ring_back(r, st, p);
+      size_t n = piece(blocks, blk, k, a.chunk);
+      if (n == 0) continue;
+      Ref ref{Buf::Recv, blocks.off[blk] + lo};
+      if (st == 0) s.steps.push_back({OpKind::Send, next, -1, ref, {}, n});
+      else if (st < p - 1) s.steps.push_back({OpKind::RecvCopySend, prev, next, {}, ref, n});
+      else s.steps.push_back({OpKind::Recv, prev, -1, {}, ref, n});
+    }
+  }
+}
+
+void copy_chunked(Schedule& s, Ref src, Ref dst, size_t count) {
+  if (count > 0) s.steps.push_back({OpKind::Copy, -1, -1, src, dst, count});
+}
+
+}  // namespace coral::sched

@@ -1,0 +1,67 @@
+#include "collectives/registry.h"
+
+#include "collectives/builders.h"
+#include "core/error.h"
+
+namespace coral::sched {
+
+const char* algo_name(Algo a) {
+  switch (a) {
+    case Algo::Auto: return "auto";
+    case Algo::Ring: return "ring";
+    case Algo::RecursiveDoubling: return "rd";
+    case Algo::Chain: return "chain";
+    case Algo::Dissemination: return "dissemination";
+    case Algo::Direct: return "direct";
+  }
+  return "?";
+}
+
+Algo parse_algo(const std::string& name) {
+  for (Algo a : {Algo::Auto, Algo::Ring, Algo::RecursiveDoubling, Algo::Chain})
+    if (name == algo_name(a)) return a;
+  fail(coralInvalidArgument, "unknown algorithm '" + name + "' (expected auto, ring, rd, chain)");
+}
+
+bool supports(Coll coll, Algo algo) {
+  switch (coll) {
+    case Coll::AllReduce: return algo == Algo::Ring || algo == Algo::RecursiveDoubling;
+    case Coll::ReduceScatter:
+    case Coll::AllGather: return algo == Algo::Ring;
+    case Coll::Broadcast:
+    case Coll::Reduce: return algo == Algo::Chain;
+    case Coll::Barrier: return algo == Algo::Dissemination;
+    case Coll::Send:
+    case Coll::Recv: return algo == Algo::Direct;
+  }
+  return false;
+}
+
+Algo default_algo(Coll coll) {
+  switch (coll) {
+    case Coll::AllReduce:
+    case Coll::ReduceScatter:
+    case Coll::AllGather: return Algo::Ring;
+    case Coll::Broadcast:
+    case Coll::Reduce: return Algo::Chain;
+    case Coll::Barrier: return Algo::Dissemination;
+    default: return Algo::Direct;
+  }
+}
+
+Schedule build(const CollArgs& a, Algo algo) {
+  if (a.chunk == 0) fail(coralInternalError, "schedule chunk size is zero");
+  switch (a.coll) {
+    case Coll::AllReduce: return algo == Algo::RecursiveDoubling ? allreduce_rd(a) : allreduce_ring(a);
+    case Coll::ReduceScatter: return reduce_scatter_ring(a);
+    case Coll::AllGather: return allgather_ring(a);
+    case Coll::Broadcast: return broadcast_chain(a);
+    case Coll::Reduce: return reduce_chain(a);
+    case Coll::Barrier: return barrier_dissemination(a);
+    case Coll::Send:
+    case Coll::Recv: return sendrecv_p2p(a);
+  }
+  fail(coralInternalError, "no builder");
+}
+
+}  // namespace coral::sched

@@ -1,0 +1,50 @@
+#include "collectives/schedule.h"
+
+#include <fmt/format.h>
+
+namespace coral::sched {
+
+const char* coll_name(Coll c) {
+  switch (c) {
+    case Coll::AllReduce: return "allreduce";
+    case Coll::ReduceScatter: return "reducescatter";
+    case Coll::AllGather: return "allgather";
+    case Coll::Broadcast: return "broadcast";
+    case Coll::Reduce: return "reduce";
+    case Coll::Barrier: return "barrier";
+    case Coll::Send: return "send";
+    case Coll::Recv: return "recv";
+  }
+  return "?";
+}
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::Send: return "send";
+    case OpKind::Recv: return "recv";
+    case OpKind::RecvReduce: return "recv_reduce";
+    case OpKind::RecvReduceSend: return "recv_reduce_send";
+    case OpKind::RecvCopySend: return "recv_copy_send";
+    case OpKind::Copy: return "copy";
+    case OpKind::Scale: return "scale";
+  }
+  return "?";
+}
+
+static std::string ref_str(const Ref& r) {
+  if (r.buf == Buf::None) return "-";
+  return fmt::format("{}[{}]", r.buf == Buf::Send ? "send" : "recv", r.off);
+}
+
+std::string dump(const Schedule& s) {
+  std::string out = fmt::format("# {} rank {}/{}: {} steps\n", s.algo, s.rank, s.nranks, s.steps.size());
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const Step& st = s.steps[i];
+    out += fmt::format("{:5} {:<17} in={:<3} out={:<3} src={:<14} dst={:<14} n={}\n", i,
+                       op_kind_name(st.kind), st.peer, st.peer_out, ref_str(st.src), ref_str(st.dst),
+                       st.count);
+  }
+  return out;
+}
+
+}  // namespace coral::sched

@@ -1,0 +1,77 @@
+// The schedule IR: for one rank, an ordered list of steps over a small vocabulary. Builders are
+// pure functions of CollArgs; the executor (core/) runs the steps over transport links.
+//
+// Execution model: steps run in order; each step moves at most one message per link direction
+// (builders cut data into chunks of at most CollArgs::chunk elements), so a FIFO of depth one
+// suffices for progress. verify() proves that for every schedule a builder makes.
+#pragma once
+#include <coral/coral.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace coral::sched {
+
+enum class Coll : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, Barrier, Send, Recv };
+const char* coll_name(Coll c);
+
+enum class Buf : uint8_t { None, Send, Recv };
+
+// A buffer position, in elements.
+struct Ref {
+  Buf buf = Buf::None;
+  size_t off = 0;
+};
+
+enum class OpKind : uint8_t {
+  Send,            // peer <- src
+  Recv,            // dst <- peer
+  RecvReduce,      // dst <- peer (op) src
+  RecvReduceSend,  // peer_out <- peer (op) src   (dst too, when set)
+  RecvCopySend,    // peer_out <- peer            (dst too, when set)
+  Copy,            // dst <- src
+  Scale,           // dst <- dst / nranks          (the end of coralAvg)
+};
+const char* op_kind_name(OpKind k);
+
+struct Step {
+  OpKind kind;
+  int32_t peer = -1;      // the peer received from (or sent to, for Send)
+  int32_t peer_out = -1;  // the peer forwarded to
+  Ref src;
+  Ref dst;
+  size_t count = 0;  // elements; 0 is a real (empty) message for Send/Recv
+};
+
+struct CollArgs {
+  Coll coll = Coll::AllReduce;
+  size_t count = 0;  // AR/bcast/reduce: count; RS: recvcount; AG: sendcount; send/recv: count
+  coralDataType_t dtype = coralFloat32;
+  coralRedOp_t op = coralSum;
+  int root = 0;  // or the peer of send/recv
+  int nranks = 1;
+  int rank = 0;
+  size_t chunk = 1 << 16;  // max elements per message
+};
+
+struct Schedule {
+  std::string algo;
+  int nranks = 1;
+  int rank = 0;
+  std::vector<Step> steps;
+  // Elements each buffer must hold (for checks and the verifier).
+  size_t send_elems = 0;
+  size_t recv_elems = 0;
+};
+
+std::string dump(const Schedule& s);
+
+// Block b of n elements split into p near-equal blocks: [offset, offset + size).
+inline size_t block_size(size_t n, int p, int b) { return n / p + (static_cast<size_t>(b) < n % p ? 1 : 0); }
+inline size_t block_offset(size_t n, int p, int b) {
+  return static_cast<size_t>(b) * (n / p) + std::min<size_t>(static_cast<size_t>(b), n % p);
+}
+
+}  // namespace coral::sched

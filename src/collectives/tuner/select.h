@@ -1,0 +1,14 @@
+// Chooses the algorithm for one call: a pure function of the call and the tuning parameters.
+#pragma once
+#include "collectives/registry.h"
+
+namespace coral::sched {
+
+struct TuneParams {
+  Algo forced = Algo::Auto;  // CORAL_ALGO
+  size_t small_bytes = 16384;  // CORAL_SMALL_BYTES: latency path up to here
+};
+
+Algo select_algo(const CollArgs& a, const TuneParams& t);
+
+}  // namespace coral::sched

@@ -1,0 +1,202 @@
+#include "collectives/verify.h"
+
+#include <fmt/format.h>
+
+#include <deque>
+#include <optional>
+#include <stdexcept>
+
+namespace coral::sched {
+
+namespace {
+
+// Multiset of contributions: the sum of per-input keys plus their number. Copying, forwarding and
+// reducing act on it exactly as on data; a lost, duplicated or misplaced input changes it.
+struct Elem {
+  uint64_t key = 0;
+  uint32_t n = 0;
+  uint8_t scaled = 0;
+  bool garbage = true;
+  bool operator==(const Elem&) const = default;
+};
+
+uint64_t input_key(int rank, size_t index) {
+  uint64_t x = (static_cast<uint64_t>(rank) << 40) ^ (index + 0x9e3779b97f4a7c15ull);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+Elem combine(const Elem& a, const Elem& b, std::string* err) {
+  if (a.garbage || b.garbage) *err = "reduces an unwritten element";
+  if (a.scaled || b.scaled) *err = "reduces an already-averaged element";
+  return Elem{a.key + b.key, a.n + b.n, 0, false};
+}
+
+// Both buffers live in one array so that in-place calls alias exactly as user memory does.
+struct RankState {
+  Schedule sched;
+  std::vector<Elem> mem;
+  size_t send_at = 0, send_len = 0, recv_at = 0, recv_len = 0;
+  size_t pc = 0;
+  Elem& at(Ref r, size_t i) {
+    size_t base = r.buf == Buf::Recv ? recv_at : send_at;
+    size_t len = r.buf == Buf::Recv ? recv_len : send_len;
+    if (r.buf == Buf::None || r.off + i >= len) throw std::out_of_range("ref");
+    return mem.at(base + r.off + i);
+  }
+  const Elem& result(size_t i) { return mem.at(recv_at + i); }
+};
+
+using Msg = std::vector<Elem>;
+
+struct Sim {
+  int p;
+  std::vector<RankState> ranks;
+  std::vector<std::deque<Msg>> chan;  // chan[from * p + to]
+  std::string err;
+
+  std::deque<Msg>& ch(int from, int to) { return chan[static_cast<size_t>(from) * p + to]; }
+
+  // Runs the next step of rank r if it can proceed; returns whether it did.
+  bool step(int r) {
+    RankState& rs = ranks[r];
+    if (rs.pc >= rs.sched.steps.size()) return false;
+    const Step& s = rs.sched.steps[rs.pc];
+    auto where = [&] { return fmt::format("rank {} step {} ({})", r, rs.pc, op_kind_name(s.kind)); };
+    bool needs_in = s.kind == OpKind::Recv || s.kind == OpKind::RecvReduce ||
+                    s.kind == OpKind::RecvReduceSend || s.kind == OpKind::RecvCopySend;
+    int out = s.kind == OpKind::Send ? s.peer
+              : (s.kind == OpKind::RecvReduceSend || s.kind == OpKind::RecvCopySend) ? s.peer_out
+                                                                                    : -1;
+    for (int peer : {needs_in ? s.peer : -1, out}) {
+      if (peer != -1 && (peer < 0 || peer >= p || peer == r)) {
+        err = where() + fmt::format(": bad peer {}", peer);
+        return false;
+      }
+    }
+    if (needs_in && ch(s.peer, r).empty()) return false;
+    if (out >= 0 && !ch(r, out).empty()) return false;  // FIFO depth one
+    Msg in;
+    if (needs_in) {
+      in = std::move(ch(s.peer, r).front());
+      ch(s.peer, r).pop_front();
+      if (in.size() != s.count) {
+        err = where() + fmt::format(": message of {} elements, expected {}", in.size(), s.count);
+        return false;
+      }
+    }
+    Msg outmsg;
+    std::string e;
+    try {
+      for (size_t i = 0; i < s.count; ++i) {
+        switch (s.kind) {
+          case OpKind::Send: outmsg.push_back(rs.at(s.src, i)); break;
+          case OpKind::Recv: rs.at(s.dst, i) = in[i]; break;
+          case OpKind::RecvReduce: rs.at(s.dst, i) = combine(in[i], rs.at(s.src, i), &e); break;
+          case OpKind::RecvReduceSend: {
+            Elem v = combine(in[i], rs.at(s.src, i), &e);
+            if (s.dst.buf != Buf::None) rs.at(s.dst, i) = v;
+            outmsg.push_back(v);
+            break;
+          }
+          case OpKind::RecvCopySend:
+            if (s.dst.buf != Buf::None) rs.at(s.dst, i) = in[i];
+            outmsg.push_back(in[i]);
+            break;
+          case OpKind::Copy: rs.at(s.dst, i) = rs.at(s.src, i); break;
+          case OpKind::Scale: rs.at(s.dst, i).scaled++; break;
+        }
+      }
+      if (s.kind == OpKind::Send && s.src.buf == Buf::None) outmsg.clear();
+    } catch (const std::out_of_range&) {
+      e = "buffer reference out of range";
+    }
+    if (!e.empty()) {
+      err = where() + ": " + e;
+      return false;
+    }
+    if (out >= 0) ch(r, out).push_back(std::move(outmsg));
+    rs.pc++;
+    return true;
+  }
+};
+
+}  // namespace
+
+VerifyResult verify(const CollArgs& args, Algo algo, bool in_place) {
+  const int p = args.nranks;
+  Sim sim{p, std::vector<RankState>(p), std::vector<std::deque<Msg>>(static_cast<size_t>(p) * p), {}};
+  const size_t n = args.count;
+  for (int r = 0; r < p; ++r) {
+    CollArgs a = args;
+    a.rank = r;
+    RankState& rs = sim.ranks[r];
+    rs.sched = build(a, algo);
+    rs.send_len = rs.sched.send_elems;
+    rs.recv_len = rs.sched.recv_elems;
+    bool alias = in_place && args.coll != Coll::Barrier && args.coll != Coll::Send &&
+                 args.coll != Coll::Recv && !(args.coll == Coll::Reduce && r != args.root);
+    if (!alias) {
+      rs.mem.assign(rs.send_len + rs.recv_len, Elem{});
+      rs.recv_at = rs.send_len;
+    } else {
+      rs.mem.assign(std::max(rs.send_len, rs.recv_len), Elem{});
+      if (args.coll == Coll::ReduceScatter) rs.recv_at = r * n;  // NCCL's in-place layouts
+      if (args.coll == Coll::AllGather) rs.send_at = r * n;
+    }
+    for (size_t i = 0; i < rs.send_len; ++i) rs.mem[rs.send_at + i] = Elem{input_key(r, i), 1, 0, false};
+  }
+  // Round-robin until nobody can move.
+  for (bool moved = true; moved && sim.err.empty();) {
+    moved = false;
+    for (int r = 0; r < p; ++r)
+      while (sim.step(r)) moved = true;
+  }
+  if (!sim.err.empty()) return {false, sim.err};
+  for (int r = 0; r < p; ++r) {
+    const RankState& rs = sim.ranks[r];
+    if (rs.pc < rs.sched.steps.size())
+      return {false, fmt::format("deadlock: rank {} blocked at step {} ({} peer {})", r, rs.pc,
+                                 op_kind_name(rs.sched.steps[rs.pc].kind), rs.sched.steps[rs.pc].peer)};
+  }
+  for (const auto& c : sim.chan)
+    if (!c.empty()) return {false, "a message was sent that nobody received"};
+  // Postconditions.
+  const uint8_t want_scaled = args.op == coralAvg && p > 1 ? 1 : 0;
+  auto expect_sum = [&](size_t index) {
+    Elem e{0, static_cast<uint32_t>(p), want_scaled, false};
+    for (int q = 0; q < p; ++q) e.key += input_key(q, index);
+    return e;
+  };
+  for (int r = 0; r < p; ++r) {
+    RankState& rs = sim.ranks[r];
+    for (size_t i = 0; i < n; ++i) {
+      std::optional<Elem> want;
+      Elem got;
+      switch (args.coll) {
+        case Coll::AllReduce: want = expect_sum(i); got = rs.result(i); break;
+        case Coll::ReduceScatter: want = expect_sum(r * n + i); got = rs.result(i); break;
+        case Coll::Broadcast: want = Elem{input_key(args.root, i), 1, 0, false}; got = rs.result(i); break;
+        case Coll::Reduce:
+          if (r == args.root) { want = expect_sum(i); got = rs.result(i); }
+          break;
+        case Coll::AllGather:
+          for (int q = 0; q < p; ++q)
+            if (!(rs.result(q * n + i) == Elem{input_key(q, i), 1, 0, false}))
+              return {false, fmt::format("rank {} element {} of block {} is wrong", r, i, q)};
+          break;
+        default: break;
+      }
+      if (want && !(got == *want))
+        return {false, fmt::format("rank {} element {}: {} contributions{}{}, expected {}", r, i,
+                                   got.n, got.garbage ? " (never written)" : "",
+                                   got.scaled != want->scaled ? " (wrong averaging)" : "", want->n)};
+    }
+  }
+  return {};
+}
+
+}  // namespace coral::sched

@@ -1,0 +1,19 @@
+// Symbolic execution of every rank's schedule: each element carries a fingerprint of the
+// (rank, index) inputs that reached it, so the postcondition of the collective is checked
+// exactly, and FIFOs of depth one prove the schedules cannot deadlock.
+#pragma once
+#include <string>
+
+#include "collectives/registry.h"
+
+namespace coral::sched {
+
+struct VerifyResult {
+  bool ok = true;
+  std::string error;  // which rank, step and element went wrong
+};
+
+// args gives the collective, count, op, root, nranks and chunk; rank is ignored.
+VerifyResult verify(const CollArgs& args, Algo algo, bool in_place);
+
+}  // namespace coral::sched

@@ -1,0 +1,362 @@
+// The C API. Exactly one guard turns exceptions into coralResult_t + a message.
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/bootstrap/launcher_env.h"
+#include "core/bootstrap/tcp_store.h"
+#include "core/communicator.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/reduce.h"
+
+struct coralComm {
+  std::unique_ptr<coral::Communicator> impl;
+};
+
+struct coralRequest {
+  std::shared_ptr<coral::Request> req;
+  coralComm* comm;
+};
+
+namespace {
+
+using coral::fail;
+using coral::sched::Coll;
+
+thread_local std::string t_last_error;
+constexpr char kIdMagic[8] = {'C', 'R', 'L', 'I', 'D', '0', '1', 0};
+
+struct IdLayout {
+  char magic[8];
+  char addr[72];
+  uint8_t secret[coral::wire::kSecretBytes];
+  char pad[CORAL_UNIQUE_ID_BYTES - 8 - 72 - coral::wire::kSecretBytes];
+};
+static_assert(sizeof(IdLayout) == CORAL_UNIQUE_ID_BYTES);
+
+template <class F>
+coralResult_t guard(coralComm* comm, const char* fn, F&& f) {
+  std::string msg;
+  coralResult_t rc;
+  try {
+    f();
+    return coralSuccess;
+  } catch (const coral::Error& e) {
+    rc = e.code();
+    msg = e.what();
+  } catch (const std::bad_alloc&) {
+    rc = coralSystemError;
+    msg = "out of memory";
+  } catch (const std::exception& e) {
+    rc = coralInternalError;
+    msg = e.what();
+  }
+  msg = std::string(fn) + ": " + msg;
+  t_last_error = msg;
+  if (comm && comm->impl) comm->impl->set_last_error(msg);
+  coral::log::warn(coral::log::Coll, "{}", msg);
+  return rc;
+}
+
+double timeout_s() { return coral::config::get_double("CORAL_TIMEOUT"); }
+
+// Communicators created by one rank under one job key are numbered in creation order, which
+// every rank follows (as in MPI), so they agree on each communicator's store prefix.
+std::string next_prefix(const std::string& job_key, int rank) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, int>, int> count;
+  std::lock_guard<std::mutex> lock(mu);
+  return job_key + "/c" + std::to_string(count[{job_key, rank}]++);
+}
+
+coral::Communicator& need(coralComm* comm) {
+  if (!comm || !comm->impl) fail(coralInvalidArgument, "comm is NULL");
+  return *comm->impl;
+}
+
+void check_type(coralDataType_t t) {
+  if (!coral::kernels::valid_dtype(t)) fail(coralInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(t)));
+}
+void check_op(coralRedOp_t op) {
+  if (!coral::kernels::valid_op(op)) fail(coralInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(op)));
+}
+void check_buf(const void* p, size_t count, const char* name) {
+  if (!p && count > 0) fail(coralInvalidArgument, std::string(name) + " is NULL with count > 0");
+}
+void check_bytes(size_t count, coralDataType_t t, size_t factor) {
+  size_t es = coral::kernels::dtype_size(t);
+  if (count > static_cast<size_t>(PTRDIFF_MAX) / es / factor)
+    fail(coralInvalidArgument, "count " + std::to_string(count) + " overflows the addressable size");
+}
+void check_stream(void* stream) {
+  if (stream) fail(coralInvalidArgument, "stream must be NULL: this build handles host buffers only");
+}
+void check_root(const coral::Communicator& c, int root, const char* what) {
+  if (root < 0 || root >= c.nranks())
+    fail(coralInvalidArgument, std::string(what) + " " + std::to_string(root) + " is out of range [0, " +
+                                   std::to_string(c.nranks()) + ")");
+}
+
+coral::Call make_call(Coll coll, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
+  coral::Call c;
+  c.args.coll = coll;
+  c.args.count = n;
+  c.args.dtype = t;
+  c.args.op = op;
+  c.args.root = root;
+  c.send = s;
+  c.recv = r;
+  return c;
+}
+
+// Validates and builds the call for each collective.
+coral::Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n,
+                      coralDataType_t t, coralRedOp_t op, int root) {
+  coral::Communicator& c = need(comm);
+  check_type(t);
+  if (coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce) check_op(op);
+  else op = coralSum;
+  size_t factor = (coll == Coll::ReduceScatter || coll == Coll::AllGather) ? c.nranks() : 1;
+  check_bytes(n, t, factor);
+  switch (coll) {
+    case Coll::Broadcast:
+      check_root(c, root, "root");
+      if (c.rank() == root) check_buf(s, n, "sendbuff");
+      check_buf(r, n, "recvbuff");
+      break;
+    case Coll::Reduce:
+      check_root(c, root, "root");
+      check_buf(s, n, "sendbuff");
+      if (c.rank() == root) check_buf(r, n, "recvbuff");
+      break;
+    case Coll::Send:
+      check_root(c, root, "peer");
+      if (root == c.rank()) fail(coralInvalidUsage, "send to self");
+      check_buf(s, n, "sendbuff");
+      break;
+    case Coll::Recv:
+      check_root(c, root, "peer");
+      if (root == c.rank()) fail(coralInvalidUsage, "receive from self");
+      check_buf(r, n, "recvbuff");
+      break;
+    default:
+      check_buf(s, n, "sendbuff");
+      check_buf(r, n, "recvbuff");
+  }
+  return make_call(coll, s, r, n, t, op, root);
+}
+
+coralResult_t blocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n,
+                       coralDataType_t t, coralRedOp_t op, int root, void* stream) {
+  return guard(comm, fn, [&] {
+    check_stream(stream);
+    coral::Call call = validated(comm, coll, s, r, n, t, op, root);
+    comm->impl->run(call);
+  });
+}
+
+coralResult_t nonblocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n,
+                          coralDataType_t t, coralRedOp_t op, int root, coralRequest_t* req) {
+  return guard(comm, fn, [&] {
+    if (!req) fail(coralInvalidArgument, "request is NULL");
+    *req = nullptr;
+    coral::Call call = validated(comm, coll, s, r, n, t, op, root);
+    *req = new coralRequest{comm->impl->submit(call), comm};
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* coralGetErrorString(coralResult_t r) {
+  switch (r) {
+    case coralSuccess: return "no error";
+    case coralUnhandledCudaError: return "unhandled cuda error";
+    case coralSystemError: return "unhandled system error";
+    case coralInternalError: return "internal error";
+    case coralInvalidArgument: return "invalid argument";
+    case coralInvalidUsage: return "invalid usage";
+    case coralRemoteError: return "remote process exited or there was a network error";
+    case coralInProgress: return "operation in progress";
+    case coralTimeout: return "operation timed out";
+    default: return "unknown result code";
+  }
+}
+
+const char* coralGetLastError(coralComm_t comm) {
+  thread_local std::string copy;
+  copy = comm && comm->impl ? comm->impl->last_error() : t_last_error;
+  return copy.c_str();
+}
+
+coralResult_t coralGetVersion(int* version) {
+  return guard(nullptr, "coralGetVersion", [&] {
+    if (!version) fail(coralInvalidArgument, "version is NULL");
+    *version = CORAL_VERSION_CODE;
+  });
+}
+
+coralResult_t coralGetUniqueId(coralUniqueId* id) {
+  return guard(nullptr, "coralGetUniqueId", [&] {
+    if (!id) fail(coralInvalidArgument, "uniqueId is NULL");
+    coral::wire::Secret secret = coral::wire::random_secret();
+    auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_s() * 1000));
+    int port = coral::start_detached_store_server(coral::net::resolve("0.0.0.0", 0), secret, ms);
+    IdLayout l{};
+    std::memcpy(l.magic, kIdMagic, sizeof kIdMagic);
+    std::snprintf(l.addr, sizeof l.addr, "%s:%d", coral::net::default_host_address().c_str(), port);
+    std::memcpy(l.secret, secret.data(), secret.size());
+    std::memcpy(id->internal, &l, sizeof l);
+  });
+}
+
+coralResult_t coralCommInitRank(coralComm_t* comm, int nranks, coralUniqueId commId, int rank) {
+  return guard(nullptr, "coralCommInitRank", [&] {
+    if (!comm) fail(coralInvalidArgument, "comm is NULL");
+    *comm = nullptr;
+    if (nranks < 1) fail(coralInvalidArgument, "nranks " + std::to_string(nranks) + " must be >= 1");
+    if (rank < 0 || rank >= nranks)
+      fail(coralInvalidArgument, "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(nranks) + ")");
+    IdLayout l;
+    std::memcpy(&l, commId.internal, sizeof l);
+    if (std::memcmp(l.magic, kIdMagic, sizeof kIdMagic) != 0 || !memchr(l.addr, 0, sizeof l.addr))
+      fail(coralInvalidArgument, "commId was not made by coralGetUniqueId");
+    coral::wire::Secret secret;
+    std::memcpy(secret.data(), l.secret, secret.size());
+    auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_s() * 1000));
+    auto store = std::make_shared<coral::TcpStore>(coral::net::resolve(l.addr), secret, ms);
+    std::string key = coral::wire::secret_to_hex(secret).substr(0, 16);
+    auto impl = std::make_unique<coral::Communicator>(store, next_prefix(key, rank), rank, nranks);
+    *comm = new coralComm{std::move(impl)};
+  });
+}
+
+coralResult_t coralCommInitEnv(coralComm_t* comm) {
+  return guard(nullptr, "coralCommInitEnv", [&] {
+    if (!comm) fail(coralInvalidArgument, "comm is NULL");
+    *comm = nullptr;
+    coral::LaunchEnv env = coral::read_launch_env();
+    coral::Rendezvous rdv = coral::rendezvous_from_env(env, timeout_s());
+    auto impl = std::make_unique<coral::Communicator>(rdv.store, next_prefix(rdv.job_key, env.rank), env.rank, env.size);
+    if (!rdv.cleanup_file.empty()) unlink(rdv.cleanup_file.c_str());
+    *comm = new coralComm{std::move(impl)};
+  });
+}
+
+coralResult_t coralCommDestroy(coralComm_t comm) {
+  return guard(nullptr, "coralCommDestroy", [&] {
+    if (!comm) fail(coralInvalidArgument, "comm is NULL");
+    delete comm;  // the destructor drains queued operations first
+  });
+}
+
+coralResult_t coralCommAbort(coralComm_t comm) {
+  return guard(nullptr, "coralCommAbort", [&] {
+    if (!comm) fail(coralInvalidArgument, "comm is NULL");
+    if (comm->impl) comm->impl->abort("rank " + std::to_string(comm->impl->rank()) + " called coralCommAbort");
+    delete comm;
+  });
+}
+
+coralResult_t coralCommCount(const coralComm_t comm, int* count) {
+  return guard(comm, "coralCommCount", [&] {
+    if (!count) fail(coralInvalidArgument, "count is NULL");
+    *count = need(comm).nranks();
+  });
+}
+
+coralResult_t coralCommUserRank(const coralComm_t comm, int* rank) {
+  return guard(comm, "coralCommUserRank", [&] {
+    if (!rank) fail(coralInvalidArgument, "rank is NULL");
+    *rank = need(comm).rank();
+  });
+}
+
+coralResult_t coralCommGetAsyncError(coralComm_t comm, coralResult_t* err) {
+  return guard(comm, "coralCommGetAsyncError", [&] {
+    if (!err) fail(coralInvalidArgument, "asyncError is NULL");
+    *err = need(comm).async_error();
+  });
+}
+
+coralResult_t coralAllReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm, void* stream) {
+  return blocking("coralAllReduce", comm, Coll::AllReduce, s, r, n, t, op, 0, stream);
+}
+coralResult_t coralReduceScatter(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm, void* stream) {
+  return blocking("coralReduceScatter", comm, Coll::ReduceScatter, s, r, n, t, op, 0, stream);
+}
+coralResult_t coralAllGather(const void* s, void* r, size_t n, coralDataType_t t, coralComm_t comm, void* stream) {
+  return blocking("coralAllGather", comm, Coll::AllGather, s, r, n, t, coralSum, 0, stream);
+}
+coralResult_t coralBroadcast(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm, void* stream) {
+  return blocking("coralBroadcast", comm, Coll::Broadcast, s, r, n, t, coralSum, root, stream);
+}
+coralResult_t coralReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root, coralComm_t comm, void* stream) {
+  return blocking("coralReduce", comm, Coll::Reduce, s, r, n, t, op, root, stream);
+}
+coralResult_t coralSend(const void* s, size_t n, coralDataType_t t, int peer, coralComm_t comm, void* stream) {
+  return blocking("coralSend", comm, Coll::Send, s, nullptr, n, t, coralSum, peer, stream);
+}
+coralResult_t coralRecv(void* r, size_t n, coralDataType_t t, int peer, coralComm_t comm, void* stream) {
+  return blocking("coralRecv", comm, Coll::Recv, nullptr, r, n, t, coralSum, peer, stream);
+}
+coralResult_t coralBarrier(coralComm_t comm) {
+  return blocking("coralBarrier", comm, Coll::Barrier, nullptr, nullptr, 0, coralUint8, coralSum, 0, nullptr);
+}
+
+coralResult_t coralIAllReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm, coralRequest_t* q) {
+  return nonblocking("coralIAllReduce", comm, Coll::AllReduce, s, r, n, t, op, 0, q);
+}
+coralResult_t coralIReduceScatter(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm, coralRequest_t* q) {
+  return nonblocking("coralIReduceScatter", comm, Coll::ReduceScatter, s, r, n, t, op, 0, q);
+}
+coralResult_t coralIAllGather(const void* s, void* r, size_t n, coralDataType_t t, coralComm_t comm, coralRequest_t* q) {
+  return nonblocking("coralIAllGather", comm, Coll::AllGather, s, r, n, t, coralSum, 0, q);
+}
+coralResult_t coralIBroadcast(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm, coralRequest_t* q) {
+  return nonblocking("coralIBroadcast", comm, Coll::Broadcast, s, r, n, t, coralSum, root, q);
+}
+coralResult_t coralIReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root, coralComm_t comm, coralRequest_t* q) {
+  return nonblocking("coralIReduce", comm, Coll::Reduce, s, r, n, t, op, root, q);
+}
+
+coralResult_t coralTest(coralRequest_t request, int* done) {
+  coralComm* comm = request ? request->comm : nullptr;
+  coralResult_t rc = coralSuccess;
+  coralResult_t g = guard(comm, "coralTest", [&] {
+    if (!request || !done) fail(coralInvalidArgument, "request or done is NULL");
+    std::unique_lock<std::mutex> lock(request->req->mu);
+    *done = request->req->done ? 1 : 0;
+    if (!*done) return;
+    rc = request->req->result;
+    std::string err = request->req->error;
+    lock.unlock();
+    delete request;
+    if (rc != coralSuccess) fail(rc, err);
+  });
+  return g;
+}
+
+coralResult_t coralWait(coralRequest_t request) {
+  coralComm* comm = request ? request->comm : nullptr;
+  return guard(comm, "coralWait", [&] {
+    if (!request) fail(coralInvalidArgument, "request is NULL");
+    coralResult_t rc;
+    std::string err;
+    {
+      std::unique_lock<std::mutex> lock(request->req->mu);
+      request->req->cv.wait(lock, [&] { return request->req->done; });
+      rc = request->req->result;
+      err = request->req->error;
+    }
+    delete request;
+    if (rc != coralSuccess) fail(rc, err);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,56 @@
+// TCP store: a server thread (hosted by coral-run, or by the process that called
+// coralGetUniqueId) and a client. Clients must present the job secret first.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/bootstrap/store.h"
+#include "core/bootstrap/wire.h"
+#include "core/socket.h"
+
+namespace coral {
+
+class TcpStoreServer {
+ public:
+  // Binds addr (port 0 = ephemeral). With exit_when_idle the thread ends once every client that
+  // authenticated has disconnected (or when none came within idle_timeout).
+  TcpStoreServer(const net::SockAddr& addr, const wire::Secret& secret, bool exit_when_idle,
+                 std::chrono::milliseconds idle_timeout);
+  ~TcpStoreServer();
+  int port() const { return port_; }
+  void stop();
+  void wait();  // until the loop ends by itself (exit_when_idle)
+  // Connections refused so far (bad magic, wrong secret, malformed frames).
+  int refused() const { return refused_.load(); }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<int> refused_{0};
+};
+
+// Starts a detached server that lives until idle (used by coralGetUniqueId).
+int start_detached_store_server(const net::SockAddr& addr, const wire::Secret& secret,
+                                std::chrono::milliseconds idle_timeout);
+
+class TcpStore : public Store {
+ public:
+  TcpStore(const net::SockAddr& server, const wire::Secret& secret, std::chrono::milliseconds timeout);
+  ~TcpStore() override;
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key, std::chrono::milliseconds timeout) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+
+ private:
+  Bytes request(wire::Msg type, const std::string& key, const Bytes& value,
+                std::chrono::milliseconds timeout);
+  std::mutex mu_;
+  int fd_ = -1;
+  std::string server_;
+};
+
+}  // namespace coral

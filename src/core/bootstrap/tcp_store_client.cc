@@ -1,0 +1,82 @@
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/bootstrap/tcp_store.h"
+#include "core/error.h"
+
+namespace coral {
+
+TcpStore::TcpStore(const net::SockAddr& server, const wire::Secret& secret,
+                   std::chrono::milliseconds timeout)
+    : server_(server.str()) {
+  auto deadline = net::Clock::now() + timeout;
+  fd_ = net::connect_retry(server, deadline);
+  try {
+    Bytes s(secret.begin(), secret.end());
+    Bytes reply = request(wire::Msg::Hello, "", s, timeout);
+    (void)reply;
+  } catch (...) {
+    close(fd_);
+    throw;
+  }
+}
+
+TcpStore::~TcpStore() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& value,
+                        std::chrono::milliseconds timeout) {
+  if (key.size() > wire::kMaxKey || value.size() > wire::kMaxValue)
+    fail(coralInvalidArgument, "store: key or value too large");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fd_ < 0) fail(coralRemoteError, "store " + server_ + ": connection unusable after an earlier failure");
+  auto deadline = net::Clock::now() + timeout;
+  wire::Header h{wire::kMagic, static_cast<uint8_t>(type), {}, static_cast<uint32_t>(key.size()),
+                 static_cast<uint32_t>(value.size())};
+  Bytes frame(sizeof h + key.size() + value.size());
+  std::memcpy(frame.data(), &h, sizeof h);
+  std::memcpy(frame.data() + sizeof h, key.data(), key.size());
+  if (!value.empty()) std::memcpy(frame.data() + sizeof h + key.size(), value.data(), value.size());
+  std::string what = "store " + server_ + ": ";
+  try {
+    if (!net::send_all(fd_, frame.data(), frame.size(), deadline))
+      fail(coralRemoteError, what + "connection closed");
+    wire::Header r;
+    if (!net::recv_all(fd_, &r, sizeof r, deadline))
+      fail(coralRemoteError, what + "connection closed by the store (wrong job secret, or it exited)");
+    std::string why = wire::check_header(r, true);
+    if (!why.empty()) fail(coralRemoteError, what + "malformed reply: " + why);
+    if (static_cast<wire::Msg>(r.type) == wire::Msg::Denied)
+      fail(coralInvalidUsage, what + "refused this process (wrong job secret)");
+    Bytes out(r.value_len);
+    if (r.key_len != 0 || !net::recv_all(fd_, out.data(), out.size(), deadline))
+      fail(coralRemoteError, what + "truncated reply");
+    return out;
+  } catch (const Error& e) {
+    close(fd_);  // a reply may still be in flight: the stream is out of step now
+    fd_ = -1;
+    if (e.code() == coralTimeout) fail(coralTimeout, what + "timed out waiting for '" + key + "'");
+    throw;
+  }
+}
+
+void TcpStore::set(const std::string& key, const Bytes& value) {
+  request(wire::Msg::Set, key, value, std::chrono::seconds(60));
+}
+
+Bytes TcpStore::get(const std::string& key, std::chrono::milliseconds timeout) {
+  return request(wire::Msg::Get, key, {}, timeout);
+}
+
+int64_t TcpStore::add(const std::string& key, int64_t delta) {
+  Bytes d(8);
+  std::memcpy(d.data(), &delta, 8);
+  Bytes r = request(wire::Msg::Add, key, d, std::chrono::seconds(60));
+  int64_t v = 0;
+  if (r.size() == 8) std::memcpy(&v, r.data(), 8);
+  return v;
+}
+
+}  // namespace coral

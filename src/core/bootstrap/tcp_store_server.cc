@@ -1,0 +1,253 @@
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "core/bootstrap/tcp_store.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace coral {
+
+namespace {
+
+struct Client {
+  int fd;
+  std::string peer;
+  bool authed = false;
+  net::Clock::time_point since;
+  std::vector<uint8_t> in;
+  std::vector<uint8_t> out;
+  std::vector<std::string> waiting;  // keys of GETs not yet answered, in order
+};
+
+constexpr auto kAuthWindow = std::chrono::seconds(10);
+
+}  // namespace
+
+struct TcpStoreServer::Impl {
+  int listen_fd = -1;
+  int wake[2] = {-1, -1};
+  wire::Secret secret;
+  bool exit_when_idle;
+  std::chrono::milliseconds idle_timeout;
+  std::atomic<int>* refused;
+  std::map<std::string, Bytes> data;
+  std::vector<Client> clients;
+  bool had_client = false;
+
+  void queue(Client& c, wire::Msg type, const Bytes& value) {
+    wire::Header h{wire::kMagic, static_cast<uint8_t>(type), {}, 0, static_cast<uint32_t>(value.size())};
+    const uint8_t* hp = reinterpret_cast<const uint8_t*>(&h);
+    c.out.insert(c.out.end(), hp, hp + sizeof h);
+    c.out.insert(c.out.end(), value.begin(), value.end());
+  }
+
+  void answer_waiters(const std::string& key) {
+    for (Client& c : clients) {
+      // Replies must keep request order, so only the oldest pending GET can be answered.
+      while (!c.waiting.empty() && data.count(c.waiting.front())) {
+        queue(c, wire::Msg::Value, data[c.waiting.front()]);
+        c.waiting.erase(c.waiting.begin());
+      }
+    }
+    (void)key;
+  }
+
+  // Returns false when the client must be dropped.
+  bool handle(Client& c, const wire::Header& h, const std::string& key, const Bytes& value) {
+    auto type = static_cast<wire::Msg>(h.type);
+    if (!c.authed) {
+      if (type != wire::Msg::Hello || !wire::secrets_equal(value.data(), secret.data())) {
+        log::warn(log::Boot, "store: refused connection from {}: {}", c.peer,
+                  type == wire::Msg::Hello ? "wrong job secret" : "no hello");
+        queue(c, wire::Msg::Denied, {});
+        refused->fetch_add(1);
+        return false;
+      }
+      c.authed = true;
+      had_client = true;
+      queue(c, wire::Msg::Ok, {});
+      return true;
+    }
+    switch (type) {
+      case wire::Msg::Set:
+        data[key] = value;
+        queue(c, wire::Msg::Ok, {});
+        answer_waiters(key);
+        return true;
+      case wire::Msg::Get:
+        c.waiting.push_back(key);
+        answer_waiters(key);
+        return true;
+      case wire::Msg::Add: {
+        int64_t v = 0, d = 0;
+        std::memcpy(&d, value.data(), 8);
+        Bytes& b = data[key];
+        if (b.size() == 8) std::memcpy(&v, b.data(), 8);
+        v += d;
+        b.assign(8, 0);
+        std::memcpy(b.data(), &v, 8);
+        queue(c, wire::Msg::Value, b);
+        answer_waiters(key);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // Parses every complete frame in c.in. Returns false to drop the client.
+  bool parse(Client& c) {
+    size_t pos = 0;
+    while (c.in.size() - pos >= sizeof(wire::Header)) {
+      wire::Header h;
+      std::memcpy(&h, c.in.data() + pos, sizeof h);
+      std::string why = wire::check_header(h, false);
+      if (!why.empty()) {
+        log::warn(log::Boot, "store: refused connection from {}: {}", c.peer, why);
+        if (!c.authed) refused->fetch_add(1);
+        return false;
+      }
+      size_t total = sizeof h + h.key_len + h.value_len;
+      if (c.in.size() - pos < total) break;
+      const uint8_t* p = c.in.data() + pos + sizeof h;
+      std::string key(reinterpret_cast<const char*>(p), h.key_len);
+      Bytes value(p + h.key_len, p + h.key_len + h.value_len);
+      pos += total;
+      if (!handle(c, h, key, value)) return false;
+    }
+    c.in.erase(c.in.begin(), c.in.begin() + static_cast<long>(pos));
+    return true;
+  }
+
+  bool read_client(Client& c) {
+    uint8_t buf[65536];
+    while (true) {
+      ssize_t k = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (k > 0) {
+        c.in.insert(c.in.end(), buf, buf + k);
+        if (!parse(c)) return false;
+        continue;
+      }
+      if (k == 0) return false;
+      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    }
+  }
+
+  bool write_client(Client& c) {
+    while (!c.out.empty()) {
+      ssize_t k = send(c.fd, c.out.data(), c.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (k > 0) {
+        c.out.erase(c.out.begin(), c.out.begin() + k);
+        continue;
+      }
+      return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+    }
+    return true;
+  }
+
+  void accept_all() {
+    while (true) {
+      net::SockAddr a;
+      a.len = sizeof a.ss;
+      int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&a.ss), &a.len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      net::set_nodelay(fd);
+      clients.push_back(Client{fd, a.str(), false, net::Clock::now(), {}, {}, {}});
+    }
+  }
+
+  void run() {
+    auto started = net::Clock::now();
+    while (true) {
+      std::vector<pollfd> fds;
+      fds.push_back({wake[0], POLLIN, 0});
+      fds.push_back({listen_fd, POLLIN, 0});
+      for (Client& c : clients)
+        fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+      int rc = poll(fds.data(), fds.size(), 200);
+      if (rc < 0 && errno != EINTR) break;
+      if (fds[0].revents) break;
+      if (fds[1].revents & POLLIN) accept_all();
+      auto now = net::Clock::now();
+      for (size_t i = 0; i < clients.size(); ++i) {
+        Client& c = clients[i];
+        short re = i + 2 < fds.size() ? fds[i + 2].revents : 0;
+        bool keep = true;
+        if (re & (POLLIN | POLLHUP | POLLERR)) keep = read_client(c);
+        if (!c.authed && now - c.since > kAuthWindow) {
+          log::warn(log::Boot, "store: dropped {}: no job secret within 10 s", c.peer);
+          refused->fetch_add(1);
+          keep = false;
+        }
+        keep = write_client(c) && keep;
+        if (!keep) {
+          close(c.fd);
+          c.fd = -1;
+        }
+      }
+      std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
+      if (exit_when_idle) {
+        bool any_authed = false;
+        for (Client& c : clients) any_authed |= c.authed;
+        if (had_client && !any_authed) break;
+        if (!had_client && now - started > idle_timeout) break;
+      }
+    }
+    for (Client& c : clients) close(c.fd);
+    clients.clear();
+  }
+};
+
+TcpStoreServer::TcpStoreServer(const net::SockAddr& addr, const wire::Secret& secret,
+                               bool exit_when_idle, std::chrono::milliseconds idle_timeout)
+    : impl_(new Impl) {
+  impl_->listen_fd = net::listen_on(addr);
+  net::set_nonblocking(impl_->listen_fd, true);
+  if (pipe2(impl_->wake, O_CLOEXEC) != 0) fail_errno("pipe", errno);
+  impl_->secret = secret;
+  impl_->exit_when_idle = exit_when_idle;
+  impl_->idle_timeout = idle_timeout;
+  impl_->refused = &refused_;
+  port_ = net::local_address(impl_->listen_fd).port();
+  thread_ = std::thread([this] { impl_->run(); });
+}
+
+void TcpStoreServer::stop() {
+  if (thread_.joinable()) {
+    char b = 1;
+    (void)!write(impl_->wake[1], &b, 1);
+    thread_.join();
+  }
+}
+
+void TcpStoreServer::wait() {
+  if (thread_.joinable()) thread_.join();
+}
+
+TcpStoreServer::~TcpStoreServer() {
+  stop();
+  close(impl_->listen_fd);
+  close(impl_->wake[0]);
+  close(impl_->wake[1]);
+}
+
+int start_detached_store_server(const net::SockAddr& addr, const wire::Secret& secret,
+                                std::chrono::milliseconds idle_timeout) {
+  // The server object must outlive the caller's scope; it deletes itself when its loop ends.
+  auto* server = new TcpStoreServer(addr, secret, true, idle_timeout);
+  int port = server->port();
+  std::thread([server] {
+    server->wait();  // the loop ends by itself when idle
+    delete server;
+  }).detach();
+  return port;
+}
+
+}  // namespace coral

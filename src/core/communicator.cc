@@ -1,0 +1,244 @@
+#include "core/communicator.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "collectives/registry.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/executor.h"
+#include "core/host_id.h"
+#include "core/log.h"
+#include "kernels/reduce.h"
+
+namespace coral {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Monitor : public WaitMonitor {
+ public:
+  Monitor(int rank, transport::Domain* const* domain_of, double timeout_s, const char* what)
+      : rank_(rank), domain_of_(domain_of), deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s))), timeout_s_(timeout_s), what_(what) {
+    spin = static_cast<int>(config::get_int("CORAL_SPIN"));
+  }
+  void check(int peer) override {
+    transport::Domain* d = domain_of_[peer];
+    std::string why = d->remote_abort();
+    if (!why.empty()) fail(coralRemoteError, fmt::format("{} aborted: {}", what_, why));
+    why = d->peer_failure(peer);
+    if (!why.empty()) fail(coralRemoteError, fmt::format("{}: {} while rank {} waited for it", what_, why, rank_));
+    if (Clock::now() > deadline_)
+      fail(coralTimeout, fmt::format("{}: rank {} timed out after {} s waiting for rank {} "
+                                     "(CORAL_TIMEOUT)", what_, rank_, timeout_s_, peer));
+  }
+
+ private:
+  int rank_;
+  transport::Domain* const* domain_of_;
+  Clock::time_point deadline_;
+  double timeout_s_;
+  const char* what_;
+};
+
+std::string encode_info(const transport::PeerInfo& p, int nranks) {
+  return std::to_string(nranks) + "\n" + std::to_string(p.pid) + "\n" + p.host_id;
+}
+
+}  // namespace
+
+Communicator::Communicator(std::shared_ptr<Store> store, const std::string& prefix, int rank, int nranks)
+    : store_(std::move(store)), rank_(rank), nranks_(nranks) {
+  log::set_thread_rank(rank);
+  timeout_s_ = config::get_double("CORAL_TIMEOUT");
+  if (!(timeout_s_ > 0)) fail(coralInvalidArgument, "CORAL_TIMEOUT must be positive");
+  tune_.forced = sched::parse_algo(config::get_string("CORAL_ALGO"));
+  tune_.small_bytes = config::get_bytes("CORAL_SMALL_BYTES");
+  kernels::active();  // fail early on a bad CORAL_KERNEL
+  auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
+
+  transport::PeerInfo me{rank, static_cast<int>(getpid()), host_id()};
+  auto infos = store_allgather(*store_, prefix + "/info", rank, nranks, to_bytes(encode_info(me, nranks)), timeout);
+  std::vector<transport::PeerInfo> peers(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    std::string s = to_string(infos[r]);
+    size_t a = s.find('\n'), b = s.find('\n', a + 1);
+    if (a == std::string::npos || b == std::string::npos) fail(coralRemoteError, "malformed peer info from rank " + std::to_string(r));
+    if (std::stoi(s.substr(0, a)) != nranks)
+      fail(coralInvalidUsage, fmt::format("rank {} was initialised with nranks={} but rank {} with {}",
+                                          r, s.substr(0, a), rank, nranks));
+    peers[r] = {r, std::stoi(s.substr(a + 1, b - a - 1)), s.substr(b + 1)};
+  }
+
+  links_.assign(nranks, nullptr);
+  domain_of_.assign(nranks, nullptr);
+  std::vector<bool> done(nranks, false);
+  done[rank] = true;
+  for (transport::Transport* t : transport::registry()) {
+    transport::ConnectArgs ca{store_.get(), prefix + "/" + t->name(), &peers, rank, {}, timeout_s_};
+    for (int q = 0; q < nranks; ++q)
+      if (!done[q] && t->can_connect(me, peers[q])) ca.targets.push_back(q);
+    if (ca.targets.empty()) continue;
+    auto dom = t->connect(ca);
+    for (int q : ca.targets) {
+      links_[q] = dom->link(q);
+      domain_of_[q] = dom.get();
+      done[q] = true;
+      max_message_ = std::min(max_message_, links_[q]->max_message());
+    }
+    log::info(log::Init, "{} connects {} peers", t->name(), ca.targets.size());
+    domains_.push_back(std::move(dom));
+  }
+  for (int q = 0; q < nranks; ++q)
+    if (!done[q])
+      fail(coralSystemError, fmt::format("no transport connects rank {} (host {}) with rank {} (host {})",
+                                         rank, me.host_id, q, peers[q].host_id));
+  p2p_seq_send_.assign(nranks, 0);
+  p2p_seq_recv_.assign(nranks, 0);
+  store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
+  log::info(log::Init, "communicator ready: rank {} of {}", rank, nranks);
+}
+
+Communicator::~Communicator() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (progress_.joinable()) progress_.join();
+}
+
+sched::Algo Communicator::choose(const sched::CollArgs& args) const { return sched::select_algo(args, tune_); }
+
+const sched::Schedule& Communicator::schedule_for(const sched::CollArgs& a, sched::Algo algo) {
+  auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
+                             static_cast<int>(a.op), a.root, static_cast<int>(algo));
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  if (cache_.size() > 256) cache_.clear();
+  return cache_.emplace(key, sched::build(a, algo)).first->second;
+}
+
+void Communicator::execute(Call& c) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (failed_ != coralSuccess)
+      fail(failed_, "communicator is unusable after an earlier failure: " + failure_);
+  }
+  sched::CollArgs& a = c.args;
+  a.rank = rank_;
+  a.nranks = nranks_;
+  const size_t es = kernels::dtype_size(a.dtype);
+  a.chunk = std::max<size_t>(1, (max_message_ == SIZE_MAX ? (1u << 20) : max_message_) / es);
+  sched::Algo algo = choose(a);
+  uint64_t salt;
+  if (a.coll == sched::Coll::Send) salt = p2p_seq_send_[a.root]++;
+  else if (a.coll == sched::Coll::Recv) salt = p2p_seq_recv_[a.root]++;
+  else salt = coll_seq_++ * 1000003u + a.count * 31u + static_cast<uint64_t>(a.root);
+  // Point-to-point messages match a Send with a Recv, whatever their dtypes.
+  sched::Coll tag_coll = a.coll == sched::Coll::Recv ? sched::Coll::Send : a.coll;
+  bool p2p = a.coll == sched::Coll::Send || a.coll == sched::Coll::Recv;
+  uint64_t tag = make_tag(tag_coll, p2p ? coralUint8 : a.dtype, p2p ? coralSum : a.op, salt);
+  const sched::Schedule& s = schedule_for(a, algo);
+  Monitor mon(rank_, domain_of_.data(), timeout_s_, sched::coll_name(a.coll));
+  try {
+    coral::execute(s, ExecArgs{c.send, c.recv, a.dtype, a.op, nranks_, tag, &links_, &mon});
+  } catch (const Error& e) {
+    std::string msg = fmt::format("rank {}: {}", rank_, e.what());
+    abort(msg);
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      failed_ = e.code();
+      failure_ = msg;
+    }
+    fail(e.code(), msg);
+  }
+}
+
+void Communicator::abort(const std::string& why) {
+  for (auto& d : domains_) d->abort(why);
+  std::lock_guard<std::mutex> lock(state_mu_);
+  if (failed_ == coralSuccess) {
+    failed_ = coralRemoteError;
+    failure_ = why;
+  }
+}
+
+coralResult_t Communicator::async_error() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return failed_;
+}
+
+std::string Communicator::last_error() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return last_error_;
+}
+
+void Communicator::set_last_error(const std::string& msg) {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  last_error_ = msg;
+}
+
+void Communicator::wait_idle() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  queue_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+void Communicator::run(Call call) {
+  wait_idle();
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  execute(call);
+}
+
+std::shared_ptr<Request> Communicator::submit(Call call) {
+  auto req = std::make_shared<Request>();
+  req->call = call;
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  if (!progress_.joinable()) progress_ = std::thread([this] { progress_loop(); });
+  queue_.push_back(req);
+  queue_cv_.notify_all();
+  return req;
+}
+
+void Communicator::progress_loop() {
+  log::set_thread_rank(rank_);
+  while (true) {
+    std::shared_ptr<Request> req;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left to run
+      req = queue_.front();
+      queue_.pop_front();
+      busy_ = true;
+    }
+    coralResult_t rc = coralSuccess;
+    std::string err;
+    try {
+      std::lock_guard<std::mutex> lock(exec_mu_);
+      execute(req->call);
+    } catch (const Error& e) {
+      rc = e.code();
+      err = e.what();
+    } catch (const std::exception& e) {
+      rc = coralInternalError;
+      err = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(req->mu);
+      req->done = true;
+      req->result = rc;
+      req->error = err;
+    }
+    req->cv.notify_all();
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      busy_ = false;
+    }
+    queue_cv_.notify_all();
+  }
+}
+
+}  // namespace coral

@@ -1,0 +1,86 @@
+// A communicator: the ranks, their links, the tuner's parameters and the progress thread.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "collectives/tuner/select.h"
+#include "core/bootstrap/store.h"
+#include "transport/transport.h"
+
+namespace coral {
+
+struct Call {
+  sched::CollArgs args;  // rank/nranks/chunk are filled by the communicator
+  const void* send = nullptr;
+  void* recv = nullptr;
+};
+
+struct Request {
+  Call call;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  coralResult_t result = coralSuccess;
+  std::string error;
+};
+
+class Communicator {
+ public:
+  // Collective over all ranks: exchanges host ids, connects transports, then a barrier.
+  // prefix scopes this communicator's keys in the store.
+  Communicator(std::shared_ptr<Store> store, const std::string& prefix, int rank, int nranks);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+
+  // Blocking: waits for queued non-blocking operations, then runs the call on this thread.
+  void run(Call call);
+  std::shared_ptr<Request> submit(Call call);
+  // Returns the algorithm the tuner would use (for tools and tests).
+  sched::Algo choose(const sched::CollArgs& args) const;
+  // Marks the communicator failed and tells local peers.
+  void abort(const std::string& why);
+  coralResult_t async_error() const;
+  std::string last_error() const;
+  void set_last_error(const std::string& msg);
+
+ private:
+  void execute(Call& call);
+  const sched::Schedule& schedule_for(const sched::CollArgs& a, sched::Algo algo);
+  void progress_loop();
+  void wait_idle();
+
+  std::shared_ptr<Store> store_;
+  int rank_, nranks_;
+  double timeout_s_;
+  sched::TuneParams tune_;
+  std::vector<std::unique_ptr<transport::Domain>> domains_;
+  std::vector<transport::Link*> links_;
+  std::vector<transport::Domain*> domain_of_;
+  size_t max_message_ = SIZE_MAX;
+  uint64_t coll_seq_ = 0;
+  std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;
+  std::map<std::tuple<int, size_t, int, int, int, int>, sched::Schedule> cache_;
+
+  mutable std::mutex state_mu_;
+  coralResult_t failed_ = coralSuccess;
+  std::string failure_;
+  std::string last_error_;
+
+  std::mutex exec_mu_;  // one operation at a time
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::shared_ptr<Request>> queue_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::thread progress_;
+};
+
+}  // namespace coral

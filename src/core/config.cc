@@ -1,0 +1,106 @@
+#include "core/config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "core/error.h"
+
+namespace coral::config {
+
+const std::vector<Knob>& knobs() {
+  static const std::vector<Knob> table = {
+      {"CORAL_DEBUG", Type::String, "WARN", "Log level: NONE, WARN, INFO or TRACE."},
+      {"CORAL_DEBUG_SUBSYS", Type::String, "ALL",
+       "Comma list of subsystems to log: INIT, NET, SHM, COLL, TUNE, BOOT, ALL."},
+      {"CORAL_TIMEOUT", Type::Double, "300",
+       "Seconds a collective or bootstrap step may wait on a peer before coralTimeout."},
+      {"CORAL_RANK", Type::Int, "-1", "Rank of this process (set by coral-run)."},
+      {"CORAL_SIZE", Type::Int, "-1", "Number of ranks (set by coral-run)."},
+      {"CORAL_LOCAL_RANK", Type::Int, "-1", "Rank among the ranks on this host (set by coral-run)."},
+      {"CORAL_ROOT", Type::String, "",
+       "host:port of the rendezvous store (set by coral-run; or give it for multi-node runs)."},
+      {"CORAL_SECRET", Type::String, "",
+       "Hex per-job secret every connection must present (set by coral-run)."},
+      {"CORAL_HOSTID", Type::String, "",
+       "Overrides the host identity (default: hostname + boot id + network namespace)."},
+      {"CORAL_ALGO", Type::String, "auto", "Force an algorithm: auto, ring, rd, chain."},
+      {"CORAL_SMALL_BYTES", Type::Bytes, "16K",
+       "All-reduce messages up to this size use the latency-optimal path in auto mode."},
+      {"CORAL_SHM_SLOT_BYTES", Type::Bytes, "256K", "Bytes per shared-memory FIFO slot."},
+      {"CORAL_SHM_NSLOTS", Type::Int, "4", "Slots per shared-memory FIFO (pipeline depth)."},
+      {"CORAL_SPIN", Type::Int, "20000",
+       "Polls a waiting rank makes before it yields the core; 0 blocks at once."},
+      {"CORAL_KERNEL", Type::String, "auto",
+       "CPU reduction kernels: auto, scalar, avx2, avx512 (must be supported)."},
+  };
+  return table;
+}
+
+static const Knob& find(const char* name) {
+  for (const Knob& k : knobs())
+    if (std::string(k.name) == name) return k;
+  std::fprintf(stderr, "coral: internal error: undeclared config knob %s\n", name);
+  std::abort();
+}
+
+static std::string raw(const char* name) {
+  const Knob& k = find(name);
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : std::string(k.default_value);
+}
+
+bool is_set(const char* name) {
+  find(name);
+  const char* v = std::getenv(name);
+  return v && *v;
+}
+
+uint64_t parse_bytes(const std::string& text) {
+  size_t pos = 0;
+  unsigned long long v = std::stoull(text, &pos, 10);
+  std::string suffix = text.substr(pos);
+  uint64_t mult = 1;
+  if (suffix == "" || suffix == "B") mult = 1;
+  else if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB") mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB") mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB") mult = 1ull << 30;
+  else throw std::invalid_argument("bad size suffix '" + suffix + "'");
+  if (text.empty() || text[0] == '-') throw std::invalid_argument("negative size");
+  if (v > UINT64_MAX / mult) throw std::invalid_argument("size overflows");
+  return v * mult;
+}
+
+template <class F>
+static auto parse(const char* name, F f) {
+  std::string v = raw(name);
+  try {
+    return f(v);
+  } catch (const std::exception& e) {
+    fail(coralInvalidArgument, std::string(name) + "='" + v + "' is not a valid value (" + e.what() + ")");
+  }
+}
+
+int64_t get_int(const char* name) {
+  return parse(name, [](const std::string& s) {
+    size_t pos = 0;
+    long long v = std::stoll(s, &pos, 10);
+    if (pos != s.size()) throw std::invalid_argument("trailing characters");
+    return static_cast<int64_t>(v);
+  });
+}
+
+uint64_t get_bytes(const char* name) { return parse(name, parse_bytes); }
+
+double get_double(const char* name) {
+  return parse(name, [](const std::string& s) {
+    size_t pos = 0;
+    double v = std::stod(s, &pos);
+    if (pos != s.size()) throw std::invalid_argument("trailing characters");
+    return v;
+  });
+}
+
+std::string get_string(const char* name) { return raw(name); }
+
+}  // namespace coral::config

@@ -1,0 +1,64 @@
+// The waiting policy: spin briefly, then yield, then sleep on a futex in short slices, checking
+// between slices for a failed peer, a communicator abort and the deadline. 8 ranks on 2 cores
+// must not starve the rank they wait for.
+#pragma once
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+
+namespace coral {
+
+inline void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+inline void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long nanos) {
+  timespec ts{nanos / 1000000000L, nanos % 1000000000L};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+// Called between sleep slices; throws coral::Error when the wait must end (peer failed, abort,
+// timeout). peer is the global rank waited on.
+class WaitMonitor {
+ public:
+  virtual ~WaitMonitor() = default;
+  virtual void check(int peer) = 0;
+  int spin = 20000;
+};
+
+// Waits until ready() holds. word is the futex the other side bumps; sleeping is set while this
+// side may sleep, so the other side knows to wake it (both accesses seq_cst: Dekker-style).
+template <class Ready>
+void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word,
+                std::atomic<uint32_t>& sleeping, Ready ready) {
+  if (ready()) return;
+  for (int i = 0; i < mon.spin; ++i) {
+    if (ready()) return;
+    if (i < 256) _mm_pause();
+    else if ((i & 15) == 0) sched_yield();  // let an oversubscribed peer run
+  }
+  while (true) {
+    uint32_t seen = word.load(std::memory_order_seq_cst);
+    sleeping.store(1, std::memory_order_seq_cst);
+    if (ready()) {
+      sleeping.store(0, std::memory_order_relaxed);
+      return;
+    }
+    futex_wait(&word, seen, 20 * 1000 * 1000);
+    sleeping.store(0, std::memory_order_relaxed);
+    if (ready()) return;
+    mon.check(peer);
+  }
+}
+
+inline void wake_if_sleeping(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping) {
+  if (sleeping.load(std::memory_order_seq_cst)) futex_wake_all(&word);
+}
+
+}  // namespace coral

@@ -1,0 +1,170 @@
+// The reduction loops, compiled once per instruction set: scalar.cc (vectoriser off: the
+// reference), avx2.cc and avx512.cc (compiled with -m flags so the same loops vectorise).
+// Define CORAL_KERNEL_NS and CORAL_KERNEL_NAME before including.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cpu/half.h"
+#include "kernels/reduce.h"
+#if defined(__F16C__) && defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace coral::kernels::CORAL_KERNEL_NS {
+
+struct F16 {
+  uint16_t bits;
+};
+struct BF16 {
+  uint16_t bits;
+};
+
+// Integers wrap (through unsigned arithmetic, which is defined); floats are IEEE.
+template <class T>
+struct Arith {
+  using U = std::make_unsigned_t<T>;
+  static T sum(T a, T b) { return static_cast<T>(static_cast<U>(a) + static_cast<U>(b)); }
+  static T prod(T a, T b) {
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  }
+};
+template <>
+struct Arith<float> {
+  static float sum(float a, float b) { return a + b; }
+  static float prod(float a, float b) { return a * b; }
+};
+template <>
+struct Arith<double> {
+  static double sum(double a, double b) { return a + b; }
+  static double prod(double a, double b) { return a * b; }
+};
+
+struct OpSum {
+  template <class T>
+  static T apply(T a, T b) { return Arith<T>::sum(a, b); }
+};
+struct OpProd {
+  template <class T>
+  static T apply(T a, T b) { return Arith<T>::prod(a, b); }
+};
+struct OpMax {
+  template <class T>
+  static T apply(T a, T b) { return a > b ? a : b; }
+};
+struct OpMin {
+  template <class T>
+  static T apply(T a, T b) { return a < b ? a : b; }
+};
+
+template <class T, class Op>
+void reduce_native(void* dst, const void* a, const void* b, size_t n) {
+  // Inputs may alias dst exactly, so no __restrict__; GCC versions the loop on overlap.
+  T* d = static_cast<T*>(dst);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) d[i] = Op::apply(x[i], y[i]);
+}
+
+// Half types accumulate in float and round once.
+template <class Op>
+void reduce_bf16(void* dst, const void* a, const void* b, size_t n) {
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  const uint16_t* x = static_cast<const uint16_t*>(a);
+  const uint16_t* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < n; ++i)
+    d[i] = float_to_bf16(Op::apply(bf16_to_float(x[i]), bf16_to_float(y[i])));
+}
+
+template <class Op>
+void reduce_f16(void* dst, const void* a, const void* b, size_t n) {
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  const uint16_t* x = static_cast<const uint16_t*>(a);
+  const uint16_t* y = static_cast<const uint16_t*>(b);
+  size_t i = 0;
+#if defined(__F16C__) && defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    __m256 fx = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    __m256 fy = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + i)));
+    __m256 r;
+    if constexpr (std::is_same_v<Op, OpSum>) r = _mm256_add_ps(fx, fy);
+    else if constexpr (std::is_same_v<Op, OpProd>) r = _mm256_mul_ps(fx, fy);
+    else if constexpr (std::is_same_v<Op, OpMax>) r = _mm256_max_ps(fx, fy);  // fx > fy ? fx : fy
+    else r = _mm256_min_ps(fx, fy);
+    // min/max_ps return the second operand on ties/NaN; the scalar form matches that order.
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                     _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+#endif
+  for (; i < n; ++i) d[i] = float_to_half(Op::apply(half_to_float(x[i]), half_to_float(y[i])));
+}
+
+template <class T>
+void scale_native(void* dst, const void* src, size_t n, int divisor) {
+  T* d = static_cast<T*>(dst);
+  const T* s = static_cast<const T*>(src);
+  if constexpr (std::is_floating_point_v<T>) {
+    const T div = static_cast<T>(divisor);
+    for (size_t i = 0; i < n; ++i) d[i] = s[i] / div;
+  } else {
+    const T div = static_cast<T>(divisor);
+    for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(s[i] / div);
+  }
+}
+
+inline void scale_f16(void* dst, const void* src, size_t n, int divisor) {
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  const float div = static_cast<float>(divisor);
+  for (size_t i = 0; i < n; ++i) d[i] = float_to_half(half_to_float(s[i]) / div);
+}
+
+inline void scale_bf16(void* dst, const void* src, size_t n, int divisor) {
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  const float div = static_cast<float>(divisor);
+  for (size_t i = 0; i < n; ++i) d[i] = float_to_bf16(bf16_to_float(s[i]) / div);
+}
+
+template <class T>
+void fill_native(Table& t, coralDataType_t dt) {
+  t.reduce[dt][coralSum] = reduce_native<T, OpSum>;
+  t.reduce[dt][coralProd] = reduce_native<T, OpProd>;
+  t.reduce[dt][coralMax] = reduce_native<T, OpMax>;
+  t.reduce[dt][coralMin] = reduce_native<T, OpMin>;
+  t.reduce[dt][coralAvg] = reduce_native<T, OpSum>;
+  t.scale[dt] = scale_native<T>;
+}
+
+inline Table make_table() {
+  Table t{};
+  t.name = CORAL_KERNEL_NAME;
+  fill_native<int8_t>(t, coralInt8);
+  fill_native<uint8_t>(t, coralUint8);
+  fill_native<int32_t>(t, coralInt32);
+  fill_native<uint32_t>(t, coralUint32);
+  fill_native<int64_t>(t, coralInt64);
+  fill_native<uint64_t>(t, coralUint64);
+  fill_native<float>(t, coralFloat32);
+  fill_native<double>(t, coralFloat64);
+  t.reduce[coralFloat16][coralSum] = reduce_f16<OpSum>;
+  t.reduce[coralFloat16][coralProd] = reduce_f16<OpProd>;
+  t.reduce[coralFloat16][coralMax] = reduce_f16<OpMax>;
+  t.reduce[coralFloat16][coralMin] = reduce_f16<OpMin>;
+  t.reduce[coralFloat16][coralAvg] = reduce_f16<OpSum>;
+  t.scale[coralFloat16] = scale_f16;
+  t.reduce[coralBfloat16][coralSum] = reduce_bf16<OpSum>;
+  t.reduce[coralBfloat16][coralProd] = reduce_bf16<OpProd>;
+  t.reduce[coralBfloat16][coralMax] = reduce_bf16<OpMax>;
+  t.reduce[coralBfloat16][coralMin] = reduce_bf16<OpMin>;
+  t.reduce[coralBfloat16][coralAvg] = reduce_bf16<OpSum>;
+  t.scale[coralBfloat16] = scale_bf16;
+  return t;
+}
+
+const Table* table() {
+  static const Table t = make_table();
+  return &t;
+}
+
+}  // namespace coral::kernels::CORAL_KERNEL_NS

@@ -1,0 +1,35 @@
+// Reduction kernels: a dispatch table indexed by (dtype, op), one table per instruction set.
+// The scalar table is the reference every SIMD table is tested against.
+#pragma once
+#include <coral/coral.h>
+
+#include <cstddef>
+
+namespace coral::kernels {
+
+size_t dtype_size(coralDataType_t t);
+const char* dtype_name(coralDataType_t t);
+const char* op_name(coralRedOp_t op);
+bool valid_dtype(int t);
+bool valid_op(int op);
+
+// dst[i] = a[i] (op) b[i]; dst may be a or b. coralAvg reduces as a sum (scaled at the end).
+using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n);
+// dst[i] = src[i] / divisor (integer types divide, truncating); dst may be src.
+using ScaleFn = void (*)(void* dst, const void* src, size_t n, int divisor);
+
+struct Table {
+  const char* name;
+  ReduceFn reduce[coralNumTypes][coralNumOps];
+  ScaleFn scale[coralNumTypes];
+};
+
+enum class Isa { Scalar, Avx2, Avx512 };
+
+// nullptr when the table was not compiled in or the CPU cannot run it.
+const Table* table_for(Isa isa);
+bool cpu_supports(Isa isa);
+// The table used by collectives: CORAL_KERNEL, else the best the CPU supports.
+const Table& active();
+
+}  // namespace coral::kernels

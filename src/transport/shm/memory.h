@@ -1,0 +1,68 @@
+// Layout of a rank's shared segment: a control page (abort flag and reason), then one inbound
+// FIFO per local rank. Each FIFO lives in the receiver's segment; the sender writes its slots.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace coral::transport::shm {
+
+constexpr uint32_t kMaxSlots = 64;
+
+struct Control {
+  std::atomic<uint32_t> abort;
+  std::atomic<uint32_t> claimed;  // the first aborter writes why
+  char why[1016];
+};
+
+struct SlotMeta {
+  uint64_t bytes;
+  uint64_t tag;
+};
+
+struct FifoCtl {
+  alignas(64) std::atomic<uint32_t> head;  // messages committed (written by the sender)
+  std::atomic<uint32_t> recv_sleeping;
+  alignas(64) std::atomic<uint32_t> tail;  // messages released (written by the receiver)
+  std::atomic<uint32_t> send_sleeping;
+  alignas(64) SlotMeta meta[kMaxSlots];
+};
+
+struct Geometry {
+  size_t slot_bytes;
+  uint32_t nslots;
+  int nlocal;
+  size_t ctl_bytes() const { return 4096; }
+  size_t fifo_header() const { return (sizeof(FifoCtl) + 4095) / 4096 * 4096; }
+  size_t fifo_bytes() const { return fifo_header() + nslots * slot_bytes; }
+  size_t total() const { return ctl_bytes() + static_cast<size_t>(nlocal) * fifo_bytes(); }
+};
+
+// A mapped segment; the creator unlinks the name once peers have attached.
+class Segment {
+ public:
+  static Segment create(const std::string& name, size_t bytes);
+  static Segment open(const std::string& name, size_t bytes);
+  Segment() = default;
+  Segment(Segment&& o) noexcept { *this = std::move(o); }
+  Segment& operator=(Segment&& o) noexcept;
+  ~Segment();
+  std::byte* base() const { return base_; }
+  Control* control() const { return reinterpret_cast<Control*>(base_); }
+  FifoCtl* fifo(const Geometry& g, int local) const {
+    return reinterpret_cast<FifoCtl*>(base_ + g.ctl_bytes() + local * g.fifo_bytes());
+  }
+  std::byte* slot(const Geometry& g, int local, uint32_t i) const {
+    return base_ + g.ctl_bytes() + local * g.fifo_bytes() + g.fifo_header() + i * g.slot_bytes;
+  }
+  void unlink();
+
+ private:
+  std::byte* base_ = nullptr;
+  size_t bytes_ = 0;
+  std::string name_;
+  bool owner_ = false;
+};
+
+}  // namespace coral::transport::shm

@@ -1,0 +1,133 @@
+// Shared-memory transport for ranks on one host: one segment per rank holding its inbound FIFOs,
+// opened by name through the store and unlinked once everyone attached. Peer death is seen
+// through a pidfd; aborts through the control page of every peer's segment.
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <algorithm>
+#include <map>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/shm/connection.h"
+#include "transport/shm/transport.h"
+
+namespace coral::transport::shm {
+
+namespace {
+
+class ShmDomain : public Domain {
+ public:
+  explicit ShmDomain(const ConnectArgs& a);
+  ~ShmDomain() override;
+  Link* link(int peer) override {
+    auto it = links_.find(peer);
+    return it == links_.end() ? nullptr : it->second.get();
+  }
+  std::string peer_failure(int peer) override;
+  std::string remote_abort() override;
+  void abort(const std::string& why) override;
+
+ private:
+  Geometry geo_{};
+  Segment mine_;
+  std::map<int, Segment> theirs_;
+  std::map<int, std::unique_ptr<ShmLink>> links_;
+  std::map<int, int> pidfds_;
+  std::map<int, int> pids_;
+};
+
+std::string segment_name(const std::string& prefix, int rank) {
+  // Names must be short and free of '/': hash the communicator prefix.
+  uint64_t h = 1469598103934665603ull;
+  for (char c : prefix) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "/coral-%016llx-%d", static_cast<unsigned long long>(h), rank);
+  return buf;
+}
+
+ShmDomain::ShmDomain(const ConnectArgs& a) {
+  std::vector<int> local = a.targets;
+  local.push_back(a.rank);
+  std::sort(local.begin(), local.end());
+  auto local_index = [&](int r) { return static_cast<int>(std::find(local.begin(), local.end(), r) - local.begin()); };
+  uint64_t slot = config::get_bytes("CORAL_SHM_SLOT_BYTES");
+  int64_t nslots = config::get_int("CORAL_SHM_NSLOTS");
+  if (slot < 4096 || slot > (1u << 30) || slot % 64)
+    fail(coralInvalidArgument, "CORAL_SHM_SLOT_BYTES must be a multiple of 64 between 4K and 1G");
+  if (nslots < 1 || nslots > kMaxSlots)
+    fail(coralInvalidArgument, "CORAL_SHM_NSLOTS must be between 1 and 64");
+  geo_ = Geometry{slot, static_cast<uint32_t>(nslots), static_cast<int>(local.size())};
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
+
+  mine_ = Segment::create(segment_name(a.prefix, a.rank), geo_.total());
+  std::string geo_str = std::to_string(slot) + "x" + std::to_string(nslots);
+  a.store->set(a.prefix + "/shm/" + std::to_string(a.rank), to_bytes(geo_str));
+  for (int q : a.targets) {
+    std::string theirs = to_string(a.store->get(a.prefix + "/shm/" + std::to_string(q), timeout));
+    if (theirs != geo_str)
+      fail(coralInvalidUsage, "rank " + std::to_string(q) + " uses shared-memory slots " + theirs +
+                                  " but this rank " + geo_str + ": set CORAL_SHM_* alike everywhere");
+    theirs_.emplace(q, Segment::open(segment_name(a.prefix, q), geo_.total()));
+  }
+  for (int q : a.targets) {
+    links_.emplace(q, std::make_unique<ShmLink>(q, geo_, mine_, local_index(a.rank), theirs_.at(q),
+                                                local_index(q)));
+    int pid = (*a.peers)[q].pid;
+    pids_[q] = pid;
+    if (pid != getpid()) {
+      int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+      if (fd >= 0) pidfds_[q] = fd;
+    }
+  }
+  // Everyone attached: the names can go, so a crash later leaves nothing in /dev/shm.
+  a.store->set(a.prefix + "/shm_attached/" + std::to_string(a.rank), {});
+  for (int q : a.targets) a.store->get(a.prefix + "/shm_attached/" + std::to_string(q), timeout);
+  mine_.unlink();
+  log::info(log::Shm, "shm: {} local peers, {} slots of {} bytes", a.targets.size(), nslots, slot);
+}
+
+ShmDomain::~ShmDomain() {
+  for (auto& [r, fd] : pidfds_) close(fd);
+}
+
+std::string ShmDomain::peer_failure(int peer) {
+  auto it = pidfds_.find(peer);
+  if (it == pidfds_.end()) return "";
+  pollfd p{it->second, POLLIN, 0};
+  if (poll(&p, 1, 0) > 0)
+    return "rank " + std::to_string(peer) + " (pid " + std::to_string(pids_[peer]) + ") exited";
+  return "";
+}
+
+std::string ShmDomain::remote_abort() {
+  Control* c = mine_.control();
+  if (!c->abort.load(std::memory_order_acquire)) return "";
+  return std::string(c->why, strnlen(c->why, sizeof c->why));
+}
+
+void ShmDomain::abort(const std::string& why) {
+  auto post = [&](Control* c) {
+    if (c->claimed.exchange(1) == 0) {
+      std::snprintf(c->why, sizeof c->why, "%s", why.c_str());
+      c->abort.store(1, std::memory_order_release);
+    }
+  };
+  for (auto& [r, seg] : theirs_) post(seg.control());
+}
+
+}  // namespace
+
+bool ShmTransport::can_connect(const PeerInfo& a, const PeerInfo& b) const {
+  return a.host_id == b.host_id;
+}
+
+std::unique_ptr<Domain> ShmTransport::connect(const ConnectArgs& args) {
+  return std::make_unique<ShmDomain>(args);
+}
+
+}  // namespace coral::transport::shm

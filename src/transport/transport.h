@@ -1,0 +1,75 @@
+// The transport interface. A Link is a connection with one peer carrying ordered messages in
+// both directions. Messages are received in place (recv_peek) so the executor reduces straight
+// out of the transport's buffer, and sent by filling a buffer the transport provides
+// (send_acquire), so a reduction can write its result directly into the outgoing message.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/bootstrap/store.h"
+#include "core/wait.h"
+
+namespace coral::transport {
+
+struct Message {
+  const std::byte* data;
+  size_t bytes;
+  uint64_t tag;  // identifies the operation; a mismatch means ranks called different collectives
+};
+
+class Link {
+ public:
+  virtual ~Link() = default;
+  virtual size_t max_message() const = 0;
+  // A buffer of max_message() bytes for the next outgoing message; blocks until one is free.
+  virtual std::byte* send_acquire(WaitMonitor& mon) = 0;
+  virtual void send_commit(size_t bytes, uint64_t tag) = 0;
+  // The next incoming message, valid until recv_release().
+  virtual Message recv_peek(WaitMonitor& mon) = 0;
+  virtual void recv_release() = 0;
+};
+
+// What every rank publishes at bootstrap.
+struct PeerInfo {
+  int rank = 0;
+  int pid = 0;
+  std::string host_id;
+};
+
+// The links one transport made for a set of peers.
+class Domain {
+ public:
+  virtual ~Domain() = default;
+  virtual Link* link(int peer) = 0;
+  // "" while peer is healthy, else what happened to it.
+  virtual std::string peer_failure(int peer) = 0;
+  // "" unless some peer aborted the communicator (then its message).
+  virtual std::string remote_abort() = 0;
+  // Tells every peer of this domain that this rank failed, with why.
+  virtual void abort(const std::string& why) = 0;
+};
+
+struct ConnectArgs {
+  Store* store;
+  std::string prefix;  // store key scope of this communicator
+  const std::vector<PeerInfo>* peers;  // all ranks, indexed by rank
+  int rank;
+  std::vector<int> targets;  // ranks this transport must connect to (all on this host for shm)
+  double timeout_s;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual bool can_connect(const PeerInfo& a, const PeerInfo& b) const = 0;
+  virtual std::unique_ptr<Domain> connect(const ConnectArgs& args) = 0;
+};
+
+// Ordered list of available transports (CORAL_TRANSPORT may force one).
+std::vector<Transport*> registry();
+
+}  // namespace coral::transport

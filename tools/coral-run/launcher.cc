@@ -1,0 +1,198 @@
+#include "tools/coral-run/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "core/bootstrap/tcp_store.h"
+
+namespace coral::run {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Stream {
+  int fd = -1;
+  int rank;
+  FILE* sink;
+  std::string partial;
+};
+
+struct Rank {
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+};
+
+void emit(Stream& s, const char* data, size_t n, bool prefix, bool flush) {
+  s.partial.append(data, n);
+  size_t start = 0, nl;
+  while ((nl = s.partial.find('\n', start)) != std::string::npos) {
+    if (prefix) std::fprintf(s.sink, "[%d] ", s.rank);
+    std::fwrite(s.partial.data() + start, 1, nl - start + 1, s.sink);
+    start = nl + 1;
+  }
+  s.partial.erase(0, start);
+  if (flush && !s.partial.empty()) {
+    if (prefix) std::fprintf(s.sink, "[%d] ", s.rank);
+    std::fprintf(s.sink, "%s\n", s.partial.c_str());
+    s.partial.clear();
+  }
+  std::fflush(s.sink);
+}
+
+std::string describe(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "stopped";
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t& old_mask,
+            const std::string& root, const std::string& secret) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  // Child: die with the launcher, restore signals, wire output, set the rank's environment.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  dup2(out[1], 1);
+  dup2(err[1], 2);
+  close(out[0]);
+  close(err[0]);
+  setenv("CORAL_RANK", std::to_string(rank).c_str(), 1);
+  setenv("CORAL_SIZE", std::to_string(opt.nranks).c_str(), 1);
+  setenv("CORAL_LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  setenv("CORAL_LOCAL_SIZE", std::to_string(opt.nranks).c_str(), 1);
+  setenv("CORAL_ROOT", root.c_str(), 1);
+  setenv("CORAL_SECRET", secret.c_str(), 1);
+  std::vector<char*> argv;
+  for (const std::string& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::fprintf(stderr, "coral-run: cannot execute %s: %s\n", argv[0], std::strerror(errno));
+  _exit(127);
+}
+
+}  // namespace
+
+int launch(const Options& opt) {
+  wire::Secret secret = wire::random_secret();
+  TcpStoreServer store(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
+  const std::string root = "127.0.0.1:" + std::to_string(store.port());
+
+  sigset_t mask, old_mask;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
+  sigprocmask(SIG_BLOCK, &mask, &old_mask);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  std::vector<Rank> ranks(opt.nranks);
+  std::vector<Stream> streams;
+  for (int r = 0; r < opt.nranks; ++r) {
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+      std::perror("coral-run: pipe");
+      return 1;
+    }
+    ranks[r].pid = spawn(opt, r, out, err, old_mask, root, wire::secret_to_hex(secret));
+    ranks[r].running = ranks[r].pid > 0;
+    close(out[1]);
+    close(err[1]);
+    streams.push_back({out[0], r, stdout, {}});
+    streams.push_back({err[0], r, stderr, {}});
+  }
+
+  const auto started = Clock::now();
+  int first_failed = -1;
+  std::string why;
+  Clock::time_point kill_at{};
+  bool stopping = false;
+  auto stop_all = [&](int sig) {
+    for (Rank& r : ranks)
+      if (r.running) kill(r.pid, sig);
+  };
+  int running = opt.nranks;
+  while (running > 0 || std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.fd >= 0; })) {
+    std::vector<pollfd> fds{{sfd, POLLIN, 0}};
+    for (Stream& s : streams) fds.push_back({s.fd, POLLIN, 0});  // fd -1 is ignored by poll
+    poll(fds.data(), fds.size(), 100);
+    for (size_t i = 0; i < streams.size(); ++i) {
+      Stream& s = streams[i];
+      if (s.fd < 0 || !(fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      ssize_t k = read(s.fd, buf, sizeof buf);
+      if (k > 0) {
+        emit(s, buf, static_cast<size_t>(k), opt.prefix, false);
+      } else if (k == 0 || errno != EINTR) {
+        emit(s, "", 0, opt.prefix, true);
+        close(s.fd);
+        s.fd = -1;
+      }
+    }
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo != SIGCHLD) {  // forward user signals to every rank
+          stop_all(static_cast<int>(si.ssi_signo));
+          if (first_failed < 0 && why.empty()) why = std::string("received ") + strsignal(si.ssi_signo);
+          stopping = true;
+          kill_at = Clock::now() + std::chrono::seconds(5);
+        }
+      }
+    }
+    for (int r = 0; r < opt.nranks; ++r) {
+      if (!ranks[r].running) continue;
+      int st;
+      if (waitpid(ranks[r].pid, &st, WNOHANG) != ranks[r].pid) continue;
+      ranks[r].running = false;
+      ranks[r].status = st;
+      running--;
+      bool bad = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+      if (bad && first_failed < 0 && !stopping) {
+        first_failed = r;
+        why = "rank " + std::to_string(r) + " (pid " + std::to_string(ranks[r].pid) + ") " + describe(st);
+        stopping = true;
+        stop_all(SIGTERM);
+        kill_at = Clock::now() + std::chrono::seconds(3);
+      }
+    }
+    if (!stopping && opt.timeout_s > 0 &&
+        Clock::now() - started > std::chrono::duration<double>(opt.timeout_s)) {
+      why = "timeout after " + std::to_string(static_cast<int>(opt.timeout_s)) + " s";
+      stopping = true;
+      stop_all(SIGTERM);
+      kill_at = Clock::now() + std::chrono::seconds(3);
+    }
+    if (stopping && running > 0 && Clock::now() > kill_at) stop_all(SIGKILL);
+  }
+  store.stop();
+  if (first_failed >= 0) {
+    std::fprintf(stderr, "coral-run: %s; stopped the other %d rank(s)\n", why.c_str(), opt.nranks - 1);
+    return exit_code(ranks[first_failed].status);
+  }
+  if (!why.empty()) {
+    std::fprintf(stderr, "coral-run: %s; stopped all %d rank(s)\n", why.c_str(), opt.nranks);
+    return why.rfind("timeout", 0) == 0 ? 124 : 130;
+  }
+  int rc = 0;
+  for (const Rank& r : ranks) rc = rc ? rc : exit_code(r.status);
+  return rc;
+}
+
+}  // namespace coral::run
