@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/copy.h"
 
 namespace coral {
 
@@ -62,13 +64,13 @@ struct Runner {
     switch (st.kind) {
       case OpKind::Send: {
         std::byte* out = reserve(st.peer, bytes);
-        if (bytes) std::memcpy(out, ptr(st.src), bytes);
+        kernels::copy_streaming(out, ptr(st.src), bytes);
         link(st.peer).send_commit(bytes, x.tag);
         break;
       }
       case OpKind::Recv: {
         transport::Message m = receive(st.peer, bytes);
-        if (bytes) std::memcpy(ptr(st.dst), m.data, bytes);
+        kernels::copy_streaming(ptr(st.dst), m.data, bytes);
         link(st.peer).recv_release();
         break;
       }
