@@ -2,8 +2,10 @@
 // pure functions of CollArgs; the executor (core/) runs the steps over transport links.
 //
 // Execution model: steps run in order; each step moves at most one message per link direction
-// (builders cut data into chunks of at most CollArgs::chunk elements), so a FIFO of depth one
-// suffices for progress. verify() proves that for every schedule a builder makes.
+// (builders cut data into chunks of at most CollArgs::chunk elements). A transport must let
+// kMinInFlight messages per direction be in flight: a ring's recv_reduce_send needs a free slot
+// while its previous send may still sit unread (with one slot, every rank of a ring can wait on
+// its successor). verify() proves progress with exactly that depth.
 #pragma once
 #include <coral/coral.h>
 
@@ -13,6 +15,8 @@
 #include <vector>
 
 namespace coral::sched {
+
+constexpr int kMinInFlight = 2;
 
 enum class Coll : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, Barrier, Send, Recv };
 const char* coll_name(Coll c);

@@ -78,7 +78,7 @@ struct Sim {
       }
     }
     if (needs_in && ch(s.peer, r).empty()) return false;
-    if (out >= 0 && !ch(r, out).empty()) return false;  // FIFO depth one
+    if (out >= 0 && ch(r, out).size() >= static_cast<size_t>(kMinInFlight)) return false;
     Msg in;
     if (needs_in) {
       in = std::move(ch(s.peer, r).front());
@@ -127,6 +127,11 @@ struct Sim {
 }  // namespace
 
 VerifyResult verify(const CollArgs& args, Algo algo, bool in_place) {
+  return verify_with(args, [algo](const CollArgs& a) { return build(a, algo); }, in_place);
+}
+
+VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(const CollArgs&)>& builder,
+                         bool in_place) {
   const int p = args.nranks;
   Sim sim{p, std::vector<RankState>(p), std::vector<std::deque<Msg>>(static_cast<size_t>(p) * p), {}};
   const size_t n = args.count;
@@ -134,7 +139,7 @@ VerifyResult verify(const CollArgs& args, Algo algo, bool in_place) {
     CollArgs a = args;
     a.rank = r;
     RankState& rs = sim.ranks[r];
-    rs.sched = build(a, algo);
+    rs.sched = builder(a);
     rs.send_len = rs.sched.send_elems;
     rs.recv_len = rs.sched.recv_elems;
     bool alias = in_place && args.coll != Coll::Barrier && args.coll != Coll::Send &&

@@ -87,6 +87,10 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
       domain_of_[q] = dom.get();
       done[q] = true;
       max_message_ = std::min(max_message_, links_[q]->max_message());
+      if (links_[q]->max_in_flight() < sched::kMinInFlight)
+        fail(coralInvalidArgument, fmt::format("{} allows {} message(s) in flight; schedules need {} "
+                                               "(raise CORAL_SHM_NSLOTS)", t->name(),
+                                               links_[q]->max_in_flight(), sched::kMinInFlight));
     }
     log::info(log::Init, "{} connects {} peers", t->name(), ca.targets.size());
     domains_.push_back(std::move(dom));

@@ -24,6 +24,8 @@ class Link {
  public:
   virtual ~Link() = default;
   virtual size_t max_message() const = 0;
+  // Messages per direction that may be committed before the peer releases any.
+  virtual int max_in_flight() const = 0;
   // A buffer of max_message() bytes for the next outgoing message; blocks until one is free.
   virtual std::byte* send_acquire(WaitMonitor& mon) = 0;
   virtual void send_commit(size_t bytes, uint64_t tag) = 0;

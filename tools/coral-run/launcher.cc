@@ -70,6 +70,7 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
   if (pid != 0) return pid;
   // Child: die with the launcher, restore signals, wire output, set the rank's environment.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  setpgid(0, 0);  // its own group, so a signal reaches whatever the rank started too
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   dup2(out[1], 1);
   dup2(err[1], 2);
@@ -92,14 +93,15 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
 }  // namespace
 
 int launch(const Options& opt) {
-  wire::Secret secret = wire::random_secret();
-  TcpStoreServer store(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
-  const std::string root = "127.0.0.1:" + std::to_string(store.port());
-
+  // Block before any thread exists (the store's included), so signals reach only the signalfd.
   sigset_t mask, old_mask;
   sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
   sigprocmask(SIG_BLOCK, &mask, &old_mask);
+  wire::Secret secret = wire::random_secret();
+  TcpStoreServer store(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
+  const std::string root = "127.0.0.1:" + std::to_string(store.port());
+
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
   std::vector<Rank> ranks(opt.nranks);
@@ -112,6 +114,7 @@ int launch(const Options& opt) {
     }
     ranks[r].pid = spawn(opt, r, out, err, old_mask, root, wire::secret_to_hex(secret));
     ranks[r].running = ranks[r].pid > 0;
+    if (ranks[r].pid > 0) setpgid(ranks[r].pid, ranks[r].pid);
     close(out[1]);
     close(err[1]);
     streams.push_back({out[0], r, stdout, {}});
@@ -125,10 +128,16 @@ int launch(const Options& opt) {
   bool stopping = false;
   auto stop_all = [&](int sig) {
     for (Rank& r : ranks)
-      if (r.running) kill(r.pid, sig);
+      if (r.running) kill(-r.pid, sig);
   };
   int running = opt.nranks;
-  while (running > 0 || std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.fd >= 0; })) {
+  Clock::time_point all_exited{};
+  auto open_streams = [&] {
+    return std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.fd >= 0; });
+  };
+  // Once every rank has exited, output still in flight gets a moment; a leftover grandchild
+  // holding a pipe open does not keep coral-run alive.
+  while (running > 0 || (open_streams() && Clock::now() - all_exited < std::chrono::seconds(2))) {
     std::vector<pollfd> fds{{sfd, POLLIN, 0}};
     for (Stream& s : streams) fds.push_back({s.fd, POLLIN, 0});  // fd -1 is ignored by poll
     poll(fds.data(), fds.size(), 100);
@@ -162,7 +171,7 @@ int launch(const Options& opt) {
       if (waitpid(ranks[r].pid, &st, WNOHANG) != ranks[r].pid) continue;
       ranks[r].running = false;
       ranks[r].status = st;
-      running--;
+      if (--running == 0) all_exited = Clock::now();
       bool bad = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
       if (bad && first_failed < 0 && !stopping) {
         first_failed = r;

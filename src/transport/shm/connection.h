@@ -10,6 +10,7 @@ class ShmLink : public Link {
   ShmLink(int peer, const Geometry& g, const Segment& mine, int my_local, const Segment& theirs,
           int peer_local);
   size_t max_message() const override { return geo_.slot_bytes; }
+  int max_in_flight() const override { return static_cast<int>(geo_.nslots); }
   std::byte* send_acquire(WaitMonitor& mon) override;
   void send_commit(size_t bytes, uint64_t tag) override;
   Message recv_peek(WaitMonitor& mon) override;

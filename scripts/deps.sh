@@ -1,0 +1,17 @@
+#!/bin/bash
+# Installs the Debian packages Coral builds, tests and benchmarks with (skips what is present).
+set -euo pipefail
+pkgs=(meson ninja-build pkg-config g++ libfmt-dev libcli11-dev catch2 libhwloc-dev libucx-dev
+      libibverbs-dev librdmacm-dev openmpi-bin libopenmpi-dev mpich libmpich-dev libbenchmark-dev
+      libopenblas-dev zlib1g-dev gnuplot-nox iproute2 python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "deps: installing ${missing[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,43 @@
+#!/bin/bash
+# coral-run: output prefixes, failure propagation with a one-line summary, timeout, signals.
+set -u
+run=$1 hello=$2
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$("$run" -n 3 "$hello") || fail "hello under coral-run failed"
+for r in 0 1 2; do echo "$out" | grep -q "^\[$r\] rank $r of 3: .* correct" || fail "no prefixed line for rank $r"; done
+out=$("$run" -n 2 --no-prefix "$hello") || fail "--no-prefix run failed"
+echo "$out" | grep -q '^\[' && fail "--no-prefix still prefixes"
+
+# One rank exits 3 while the others would run for a long time.
+start=$(date +%s)
+err=$("$run" -n 3 -- bash -c 'if [ "$CORAL_RANK" = 1 ]; then exit 3; fi; sleep 60' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 3 ] || fail "exit status $rc, expected 3"
+echo "$err" | grep -q "coral-run: rank 1 (pid [0-9]*) exited with code 3; stopped the other 2 rank(s)" || fail "summary: $err"
+[ $(( $(date +%s) - start )) -lt 20 ] || fail "others were not stopped promptly"
+
+# A rank killed by a signal.
+err=$("$run" -n 2 -- bash -c 'if [ "$CORAL_RANK" = 0 ]; then kill -9 $$; fi; sleep 60' 2>&1 >/dev/null); rc=$?
+[ $rc -eq 137 ] || fail "exit status $rc after SIGKILL, expected 137"
+echo "$err" | grep -q "rank 0 (pid [0-9]*) was killed by signal 9" || fail "summary: $err"
+
+# --timeout stops everyone.
+err=$("$run" -n 2 --timeout 1 -- sleep 30 2>&1); rc=$?
+[ $rc -eq 124 ] || fail "timeout exit status $rc"
+echo "$err" | grep -q "timeout after 1 s" || fail "timeout summary: $err"
+
+# SIGTERM to coral-run is forwarded to the ranks.
+"$run" -n 2 -- bash -c 'trap "echo got-term; exit 0" TERM; sleep 30 & wait' > /tmp/coral-run-term.$$ 2>&1 &
+pid=$!
+sleep 1
+kill -TERM $pid
+wait $pid
+grep -c got-term /tmp/coral-run-term.$$ | grep -q 2 || fail "SIGTERM not forwarded: $(cat /tmp/coral-run-term.$$)"
+rm -f /tmp/coral-run-term.$$
+
+# Bad usage.
+"$run" 2>/dev/null && fail "no -n accepted"
+"$run" -n 2 2>/dev/null && fail "no program accepted"
+"$run" -n 0 true 2>/dev/null && fail "-n 0 accepted"
+"$run" -n 1 /nonexistent/prog 2>&1 | grep -q "cannot execute" || fail "missing program not reported"
+echo "coral-run behaviour ok"

@@ -1,0 +1,24 @@
+#!/bin/bash
+# meson install into a staging prefix, then build a C program with pkg-config and run it under
+# the installed coral-run; and check libcoral.so exports only the C API.
+set -eu
+src=$1 build=$2
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+meson install -C "$build" --destdir "$stage" >/dev/null
+prefix=$(meson introspect "$build" --buildoptions | python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
+root="$stage$prefix"
+libdir=$(dirname "$(find "$root" -name 'libcoral.so' | head -1)")
+pc=$(find "$root" -name coral.pc | head -1)
+[ -x "$root/bin/coral-run" ] || { echo "coral-run not installed"; exit 1; }
+[ -f "$root/include/coral/coral.h" ] && [ -f "$root/include/coral/coral.hpp" ] || { echo "headers missing"; exit 1; }
+[ -n "$pc" ] || { echo "coral.pc missing"; exit 1; }
+# The .pc file names the final prefix; point it at the staging area.
+sed "s|^prefix=.*|prefix=$root|" "$pc" > "$stage/coral.pc"
+flags=$(PKG_CONFIG_PATH=$stage pkg-config --cflags --libs coral)
+cc -o "$stage/hello" "$src/examples/hello.c" $flags
+out=$(LD_LIBRARY_PATH=$libdir "$root/bin/coral-run" -n 4 "$stage/hello")
+[ "$(grep -c correct <<<"$out")" -eq 4 ] || { echo "installed hello failed: $out"; exit 1; }
+extra=$(nm -D --defined-only "$libdir/libcoral.so" | awk '$2 ~ /[TDBVW]/ {print $3}' | grep -v '^coral' | grep -v '^_' || true)
+[ -z "$extra" ] || { echo "libcoral.so exports non-API symbols:"; echo "$extra" | head; exit 1; }
+echo "install ok: $(nm -D --defined-only "$libdir/libcoral.so" | grep -c ' T coral') C API functions exported"

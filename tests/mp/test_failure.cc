@@ -1,0 +1,117 @@
+// A rank that dies (SIGKILL) or hangs (SIGSTOP) mid all-reduce: every other rank's call returns
+// coralRemoteError or coralTimeout, naming what happened, instead of hanging.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <coral/coral.h>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Child {
+  pid_t pid;
+  int report;  // read end: "ready\n", then the final result line
+};
+
+// Child body: init, say ready, all-reduce until something fails, report code and message.
+[[noreturn]] void child(int rank, int nranks, int id_in, int id_out[], int report) {
+  coralUniqueId id;
+  if (rank == 0) {
+    if (coralGetUniqueId(&id) != coralSuccess) _exit(90);
+    for (int r = 1; r < nranks; ++r) (void)!write(id_out[r], &id, sizeof id);
+  } else if (read(id_in, &id, sizeof id) != sizeof id) {
+    _exit(91);
+  }
+  coralComm_t comm;
+  if (coralCommInitRank(&comm, nranks, id, rank) != coralSuccess) _exit(92);
+  (void)!write(report, "ready\n", 6);
+  std::vector<float> buf(1 << 22, 1.0f);
+  coralResult_t rc = coralSuccess;
+  auto start = Clock::now();
+  while (rc == coralSuccess && Clock::now() - start < std::chrono::seconds(60))
+    rc = coralAllReduce(buf.data(), buf.data(), buf.size(), coralFloat32, coralSum, comm, nullptr);
+  std::string line = std::to_string(rc) + " " + coralGetLastError(comm) + "\n";
+  (void)!write(report, line.data(), line.size());
+  _exit(0);
+}
+
+std::string read_line(int fd) {
+  std::string s;
+  char c;
+  while (read(fd, &c, 1) == 1 && c != '\n') s += c;
+  return s;
+}
+
+std::vector<Child> start(int nranks, const char* timeout) {
+  setenv("CORAL_TIMEOUT", timeout, 1);
+  std::vector<int> id_r(nranks), id_w(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    id_r[r] = p[0];
+    id_w[r] = p[1];
+  }
+  std::vector<Child> kids;
+  for (int r = 0; r < nranks; ++r) {
+    int rep[2];
+    REQUIRE(pipe(rep) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(rep[0]);
+      child(r, nranks, id_r[r], id_w.data(), rep[1]);
+    }
+    close(rep[1]);
+    kids.push_back({pid, rep[0]});
+  }
+  for (int r = 0; r < nranks; ++r) {
+    close(id_r[r]);
+    close(id_w[r]);
+  }
+  for (auto& k : kids) REQUIRE(read_line(k.report) == "ready");
+  return kids;
+}
+
+}  // namespace
+
+TEST_CASE("kill -9 of one rank mid all-reduce: the others return coralRemoteError quickly") {
+  auto kids = start(3, "30");
+  usleep(300 * 1000);
+  auto killed_at = Clock::now();
+  kill(kids[1].pid, SIGKILL);
+  for (int r : {0, 2}) {
+    std::string line = read_line(kids[r].report);
+    INFO("rank " << r << ": " << line);
+    CHECK(line.rfind(std::to_string(coralRemoteError) + " ", 0) == 0);
+    CHECK(line.find("rank 1") != std::string::npos);
+  }
+  CHECK(Clock::now() - killed_at < std::chrono::seconds(10));
+  for (auto& k : kids) waitpid(k.pid, nullptr, 0);
+}
+
+TEST_CASE("a hung rank (SIGSTOP): the others fail within CORAL_TIMEOUT") {
+  auto kids = start(3, "2");
+  usleep(300 * 1000);
+  auto stopped_at = Clock::now();
+  kill(kids[2].pid, SIGSTOP);
+  bool saw_timeout = false;
+  for (int r : {0, 1}) {
+    std::string line = read_line(kids[r].report);
+    INFO("rank " << r << ": " << line);
+    bool timeout = line.rfind(std::to_string(coralTimeout) + " ", 0) == 0;
+    bool remote = line.rfind(std::to_string(coralRemoteError) + " ", 0) == 0;
+    CHECK((timeout || remote));
+    saw_timeout |= timeout;
+  }
+  CHECK(saw_timeout);
+  CHECK(Clock::now() - stopped_at < std::chrono::seconds(15));
+  kill(kids[2].pid, SIGKILL);
+  for (auto& k : kids) waitpid(k.pid, nullptr, 0);
+}

@@ -1,0 +1,182 @@
+// Ranks as threads in one process, bootstrapped through the in-memory store: every collective,
+// dtype, op and count, in place and out of place, with exact expected values.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "common/checks.h"
+#include "core/bootstrap/mem_store.h"
+#include "core/communicator.h"
+#include "core/error.h"
+
+using coral::sched::Coll;
+
+namespace {
+
+coral::Call to_call(checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
+  static const Coll map[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce};
+  coral::Call call;
+  call.args.coll = map[static_cast<int>(c)];
+  call.args.count = n;
+  call.args.dtype = t;
+  call.args.op = op;
+  call.args.root = root;
+  call.send = s;
+  call.recv = r;
+  return call;
+}
+
+// Runs body(rank, comm) on p threads; returns the first error any thread reported.
+std::string on_threads(int p, const std::string& prefix,
+                       const std::function<std::string(int, coral::Communicator&)>& body) {
+  auto store = std::make_shared<coral::MemStore>();
+  std::vector<std::string> errors(p);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        coral::Communicator comm(store, prefix, r, p);
+        errors[r] = body(r, comm);
+      } catch (const std::exception& e) {
+        errors[r] = std::string("rank ") + std::to_string(r) + ": " + e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (!e.empty()) return e;
+  return "";
+}
+
+std::string run_all(int rank, coral::Communicator& comm) {
+  checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
+    try {
+      comm.run(to_call(c, s, r, n, t, op, root));
+      return coralSuccess;
+    } catch (const coral::Error& e) {
+      return e.code();
+    }
+  };
+  for (const checks::Case& c : checks::all_cases(comm.nranks())) {
+    std::string e = checks::run_case(run, rank, comm.nranks(), c);
+    if (!e.empty()) return e;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("all collectives on thread ranks, P in {1,2,3,4,5,8}") {
+  for (int p : {1, 2, 3, 4, 5, 8}) {
+    INFO("P=" << p);
+    REQUIRE(on_threads(p, "t" + std::to_string(p), run_all) == "");
+  }
+}
+
+TEST_CASE("recursive doubling and ring agree when forced") {
+  for (const char* algo : {"ring", "rd"}) {
+    setenv("CORAL_ALGO", algo, 1);
+    for (int p : {3, 4}) {
+      INFO(algo << " P=" << p);
+      REQUIRE(on_threads(p, std::string("algo") + algo + std::to_string(p), [](int rank, coral::Communicator& comm) {
+        checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
+          comm.run(to_call(c, s, r, n, t, op, root));
+          return coralSuccess;
+        };
+        for (size_t n : {size_t(0), size_t(5), size_t(100003)})
+          for (coralRedOp_t op : {coralSum, coralAvg, coralMax}) {
+            std::string e = checks::run_case(run, rank, comm.nranks(), {checks::Coll::AllReduce, coralFloat32, op, n, false, 0});
+            if (!e.empty()) return e;
+          }
+        return std::string();
+      }) == "");
+    }
+  }
+  unsetenv("CORAL_ALGO");
+}
+
+TEST_CASE("non-blocking operations complete in issue order and overlap") {
+  REQUIRE(on_threads(3, "async", [](int rank, coral::Communicator& comm) -> std::string {
+    const size_t n = 1 << 18;
+    std::vector<std::vector<int32_t>> bufs(6, std::vector<int32_t>(n));
+    std::vector<std::shared_ptr<coral::Request>> reqs;
+    for (int k = 0; k < 6; ++k) {
+      for (size_t i = 0; i < n; ++i) bufs[k][i] = (rank + 1) * (k + 1) + static_cast<int32_t>(i % 3);
+      coral::Call c;
+      c.args.coll = Coll::AllReduce;
+      c.args.count = n;
+      c.args.dtype = coralInt32;
+      c.args.op = coralSum;
+      c.send = c.recv = bufs[k].data();
+      reqs.push_back(comm.submit(c));
+    }
+    // A blocking call issued meanwhile runs after the queued ones.
+    int32_t one = 1, total = 0;
+    coral::Call b;
+    b.args.coll = Coll::AllReduce;
+    b.args.count = 1;
+    b.args.dtype = coralInt32;
+    b.send = &one;
+    b.recv = &total;
+    comm.run(b);
+    for (auto& r : reqs) {
+      std::unique_lock<std::mutex> lock(r->mu);
+      r->cv.wait(lock, [&] { return r->done; });
+      if (r->result != coralSuccess) return r->error;
+    }
+    if (total != 3) return "blocking call gave " + std::to_string(total);
+    for (int k = 0; k < 6; ++k)
+      for (size_t i = 0; i < n; ++i)
+        if (bufs[k][i] != 6 * (k + 1) + 3 * static_cast<int32_t>(i % 3)) return "async result wrong";
+    return "";
+  }) == "");
+}
+
+TEST_CASE("send/recv and barrier on threads") {
+  REQUIRE(on_threads(4, "p2p", [](int rank, coral::Communicator& comm) -> std::string {
+    const size_t n = 300001;
+    std::vector<int64_t> buf(n);
+    coral::Call c;
+    c.args.count = n;
+    c.args.dtype = coralInt64;
+    if (rank % 2 == 0) {
+      for (size_t i = 0; i < n; ++i) buf[i] = rank * 1000003 + static_cast<int64_t>(i);
+      c.args.coll = Coll::Send;
+      c.args.root = rank + 1;
+      c.send = buf.data();
+    } else {
+      c.args.coll = Coll::Recv;
+      c.args.root = rank - 1;
+      c.recv = buf.data();
+    }
+    comm.run(c);
+    if (rank % 2 == 1)
+      for (size_t i = 0; i < n; ++i)
+        if (buf[i] != (rank - 1) * 1000003 + static_cast<int64_t>(i)) return "p2p data wrong";
+    coral::Call bar;
+    bar.args.coll = Coll::Barrier;
+    bar.args.dtype = coralUint8;
+    for (int k = 0; k < 50; ++k) comm.run(bar);
+    return "";
+  }) == "");
+}
+
+TEST_CASE("mismatched collectives fail with a clear error instead of hanging") {
+  setenv("CORAL_TIMEOUT", "10", 1);
+  std::string err = on_threads(2, "mismatch", [](int rank, coral::Communicator& comm) -> std::string {
+    std::vector<float> buf(64, 1.0f);
+    coral::Call c;
+    c.args.coll = rank == 0 ? Coll::AllReduce : Coll::Broadcast;
+    c.args.count = 64;
+    c.args.dtype = coralFloat32;
+    c.send = c.recv = buf.data();
+    try {
+      comm.run(c);
+    } catch (const coral::Error& e) {
+      return std::string(e.what()) + " code=" + std::to_string(e.code());
+    }
+    return "";
+  });
+  unsetenv("CORAL_TIMEOUT");
+  CHECK_THAT(err, Catch::Contains("different collectives") || Catch::Contains("aborted"));
+}

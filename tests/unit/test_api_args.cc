@@ -1,0 +1,102 @@
+// Bad arguments return coralInvalidArgument with a message naming the problem; nothing crashes.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+
+#include <coral/coral.h>
+#include <coral/coral.hpp>
+
+namespace {
+
+coralComm_t one_rank_comm() {
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  coralComm_t comm = nullptr;
+  REQUIRE(coralCommInitRank(&comm, 1, id, 0) == coralSuccess);
+  return comm;
+}
+
+void expect_invalid(coralResult_t rc, coralComm_t comm, const char* needle) {
+  CHECK(rc == coralInvalidArgument);
+  std::string msg = coralGetLastError(comm);
+  INFO(msg);
+  CHECK(msg.find(needle) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("result codes and strings match NCCL's numbering") {
+  CHECK(coralSuccess == 0);
+  CHECK(coralInvalidArgument == 4);
+  CHECK(coralInProgress == 7);
+  CHECK(coralTimeout == 8);
+  CHECK(coralBfloat16 == 9);
+  CHECK(coralAvg == 4);
+  CHECK(std::string(coralGetErrorString(coralRemoteError)).find("remote") != std::string::npos);
+  int v = 0;
+  CHECK(coralGetVersion(&v) == coralSuccess);
+  CHECK(v == CORAL_VERSION_CODE);
+  CHECK(coralGetVersion(nullptr) == coralInvalidArgument);
+}
+
+TEST_CASE("bad arguments are rejected with a message") {
+  coralComm_t comm = one_rank_comm();
+  float x[4] = {1, 2, 3, 4}, y[4];
+  expect_invalid(coralAllReduce(x, y, 4, coralFloat32, coralSum, nullptr, nullptr), nullptr, "comm is NULL");
+  expect_invalid(coralAllReduce(nullptr, y, 4, coralFloat32, coralSum, comm, nullptr), comm, "sendbuff");
+  expect_invalid(coralAllReduce(x, nullptr, 4, coralFloat32, coralSum, comm, nullptr), comm, "recvbuff");
+  expect_invalid(coralAllReduce(x, y, 4, static_cast<coralDataType_t>(42), coralSum, comm, nullptr), comm, "datatype");
+  expect_invalid(coralAllReduce(x, y, 4, coralFloat32, static_cast<coralRedOp_t>(-1), comm, nullptr), comm, "op");
+  expect_invalid(coralAllReduce(x, y, SIZE_MAX / 2, coralFloat32, coralSum, comm, nullptr), comm, "overflow");
+  expect_invalid(coralReduceScatter(x, y, SIZE_MAX / 4, coralFloat64, coralSum, comm, nullptr), comm, "overflow");
+  expect_invalid(coralBroadcast(x, y, 4, coralFloat32, 1, comm, nullptr), comm, "root 1 is out of range");
+  expect_invalid(coralReduce(x, y, 4, coralFloat32, coralSum, -1, comm, nullptr), comm, "root -1");
+  expect_invalid(coralSend(x, 4, coralFloat32, 5, comm, nullptr), comm, "peer 5");
+  expect_invalid(coralAllReduce(x, y, 4, coralFloat32, coralSum, comm, reinterpret_cast<void*>(0x1)), comm, "stream");
+  expect_invalid(coralIAllReduce(x, y, 4, coralFloat32, coralSum, comm, nullptr), comm, "request");
+  expect_invalid(coralWait(nullptr), nullptr, "request");
+  expect_invalid(coralCommCount(comm, nullptr), comm, "count");
+  // Zero elements with NULL buffers is legal, and the communicator still works afterwards.
+  CHECK(coralAllReduce(nullptr, nullptr, 0, coralFloat32, coralSum, comm, nullptr) == coralSuccess);
+  CHECK(coralAllReduce(x, y, 4, coralFloat32, coralAvg, comm, nullptr) == coralSuccess);
+  CHECK(y[3] == 4.0f);
+  coralResult_t async;
+  CHECK(coralCommGetAsyncError(comm, &async) == coralSuccess);
+  CHECK(async == coralSuccess);
+  CHECK(coralCommDestroy(comm) == coralSuccess);
+}
+
+TEST_CASE("init rejects bad ranks and foreign ids") {
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  coralComm_t comm;
+  expect_invalid(coralCommInitRank(&comm, 2, id, 2), nullptr, "rank 2");
+  expect_invalid(coralCommInitRank(&comm, 0, id, 0), nullptr, "nranks");
+  expect_invalid(coralCommInitRank(nullptr, 1, id, 0), nullptr, "comm");
+  coralUniqueId junk{};
+  expect_invalid(coralCommInitRank(&comm, 1, junk, 0), nullptr, "coralGetUniqueId");
+}
+
+TEST_CASE("C++ wrapper: RAII, spans, exceptions carry the message") {
+  coralUniqueId id = coral::communicator::unique_id();
+  coral::communicator comm(1, id, 0);
+  CHECK(comm.size() == 1);
+  std::vector<double> v = {1.5, 2.5};
+  comm.all_reduce(std::span<double>(v), coralMax);
+  CHECK(v[1] == 2.5);
+  auto req = comm.iall_reduce(std::span<double>(v));
+  req.wait();
+  std::vector<double> big(3);
+  try {
+    comm.all_gather(std::span<const double>(v), std::span<double>(big));
+    FAIL("size mismatch accepted");
+  } catch (const coral::error& e) {
+    CHECK(e.code() == coralInvalidArgument);
+  }
+  try {
+    comm.broadcast(std::span<double>(v), 3);
+    FAIL("bad root accepted");
+  } catch (const coral::error& e) {
+    CHECK(std::string(e.what()).find("root 3") != std::string::npos);
+  }
+}

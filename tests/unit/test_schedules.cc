@@ -1,0 +1,157 @@
+// The symbolic checker proves every builder's postcondition and deadlock freedom.
+#include <catch2/catch.hpp>
+
+#include "collectives/registry.h"
+#include "collectives/verify.h"
+
+using namespace coral::sched;
+
+namespace {
+
+std::vector<size_t> counts_for(int p) {
+  std::vector<size_t> c = {0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p + 1), 13, 101};
+  return c;
+}
+
+void check(Coll coll, Algo algo, int p, size_t count, size_t chunk, coralRedOp_t op, bool in_place, int root = 0) {
+  CollArgs a;
+  a.coll = coll;
+  a.count = count;
+  a.nranks = p;
+  a.chunk = chunk;
+  a.op = op;
+  a.root = root;
+  VerifyResult r = verify(a, algo, in_place);
+  INFO(coll_name(coll) << " " << algo_name(algo) << " P=" << p << " count=" << count << " chunk=" << chunk
+                       << " op=" << op << " in_place=" << in_place << " root=" << root);
+  REQUIRE(r.error == "");
+  REQUIRE(r.ok);
+}
+
+}  // namespace
+
+TEST_CASE("ring reduce-scatter, all-gather and all-reduce hold for P = 1..64") {
+  for (int p = 1; p <= 64; ++p)
+    for (size_t n : counts_for(p))
+      for (size_t chunk : {size_t(1), size_t(4), size_t(1) << 20}) {
+        for (bool ip : {false, true}) {
+          check(Coll::AllReduce, Algo::Ring, p, n, chunk, coralSum, ip);
+          check(Coll::ReduceScatter, Algo::Ring, p, n, chunk, coralSum, ip);
+          check(Coll::AllGather, Algo::Ring, p, n, chunk, coralSum, ip);
+        }
+        check(Coll::AllReduce, Algo::Ring, p, n, chunk, coralAvg, false);
+        check(Coll::ReduceScatter, Algo::Ring, p, n, chunk, coralAvg, true);
+      }
+}
+
+TEST_CASE("recursive doubling all-reduce holds, power of two or not") {
+  for (int p = 1; p <= 64; ++p)
+    for (size_t n : counts_for(p))
+      for (size_t chunk : {size_t(3), size_t(1) << 20}) {
+        check(Coll::AllReduce, Algo::RecursiveDoubling, p, n, chunk, coralSum, p % 2 == 0);
+        check(Coll::AllReduce, Algo::RecursiveDoubling, p, n, chunk, coralAvg, p % 2 == 1);
+      }
+}
+
+TEST_CASE("chain broadcast and reduce hold for every root") {
+  for (int p : {1, 2, 3, 4, 5, 8, 13, 32})
+    for (int root = 0; root < p; ++root)
+      for (size_t n : {size_t(0), size_t(1), size_t(37)}) {
+        check(Coll::Broadcast, Algo::Chain, p, n, 5, coralSum, root % 2 == 0, root);
+        check(Coll::Reduce, Algo::Chain, p, n, 5, root % 3 ? coralSum : coralAvg, root % 2 == 1, root);
+      }
+}
+
+TEST_CASE("barrier and send/recv schedules are well formed") {
+  for (int p = 1; p <= 64; ++p) check(Coll::Barrier, Algo::Dissemination, p, 0, 1, coralSum, false);
+  for (int p = 1; p <= 17; ++p) {
+    CollArgs a;
+    a.coll = Coll::Barrier;
+    a.nranks = p;
+    a.rank = p - 1;
+    int rounds = 0;
+    while ((1 << rounds) < p) rounds++;
+    CHECK(build(a, Algo::Dissemination).steps.size() == static_cast<size_t>(2 * rounds));
+  }
+  CollArgs s;
+  s.coll = Coll::Send;
+  s.count = 10;
+  s.chunk = 4;
+  s.nranks = 2;
+  s.root = 1;
+  CHECK(build(s, Algo::Direct).steps.size() == 3);
+  s.count = 0;
+  CHECK(build(s, Algo::Direct).steps.size() == 1);  // an empty message still travels
+}
+
+TEST_CASE("the checker catches broken schedules") {
+  CollArgs a;
+  a.coll = Coll::AllReduce;
+  a.count = 10;
+  a.nranks = 4;
+  a.chunk = 100;
+  auto ring = [](const CollArgs& x) { return build(x, Algo::Ring); };
+  REQUIRE(verify_with(a, ring, false).ok);
+  // Rank 2 forgets its last all-gather receive: a message is left over, its block is garbage.
+  auto drop_last = [&](const CollArgs& x) {
+    Schedule s = ring(x);
+    if (x.rank == 2) s.steps.pop_back();
+    return s;
+  };
+  CHECK_FALSE(verify_with(a, drop_last, false).ok);
+  // Rank 1 reduces its own input twice.
+  auto double_count = [&](const CollArgs& x) {
+    Schedule s = ring(x);
+    if (x.rank == 1)
+      for (Step& st : s.steps)
+        if (st.kind == OpKind::RecvReduce) st.src = Ref{Buf::Recv, st.dst.off};
+    return s;
+  };
+  CHECK_FALSE(verify_with(a, double_count, false).ok);
+  // Two ranks both receive first: deadlock.
+  a.nranks = 2;
+  auto recv_first = [&](const CollArgs& x) {
+    Schedule s = ring(x);
+    std::swap(s.steps[0], s.steps[1]);
+    return s;
+  };
+  VerifyResult r = verify_with(a, recv_first, false);
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.error, Catch::Contains("deadlock"));
+  // Sends to a different peer than the one that receives.
+  a.nranks = 3;
+  auto wrong_peer = [&](const CollArgs& x) {
+    Schedule s = ring(x);
+    if (x.rank == 0) s.steps[0].peer = 2;
+    return s;
+  };
+  CHECK_FALSE(verify_with(a, wrong_peer, false).ok);
+  CollArgs bad = a;
+  bad.chunk = 0;
+  CHECK_THROWS(build(bad, Algo::Ring));
+}
+
+TEST_CASE("ring all-reduce sends 2(P-1)/P of the data per rank") {
+  for (int p : {2, 3, 4, 8, 16}) {
+    CollArgs a;
+    a.coll = Coll::AllReduce;
+    a.count = 1000 * p;
+    a.nranks = p;
+    a.chunk = 1 << 20;
+    for (int r = 0; r < p; ++r) {
+      a.rank = r;
+      size_t sent = 0;
+      for (const Step& st : build(a, Algo::Ring).steps)
+        if (st.kind == OpKind::Send || st.kind == OpKind::RecvReduceSend || st.kind == OpKind::RecvCopySend)
+          sent += st.count;
+      CHECK(sent == 2 * static_cast<size_t>(p - 1) * 1000);
+    }
+  }
+}
+
+TEST_CASE("algorithm names parse and unknown ones are rejected") {
+  CHECK(parse_algo("ring") == Algo::Ring);
+  CHECK(parse_algo("rd") == Algo::RecursiveDoubling);
+  CHECK(parse_algo("auto") == Algo::Auto);
+  CHECK_THROWS_WITH(parse_algo("bogus"), Catch::Contains("bogus"));
+}
