@@ -21,6 +21,7 @@ void copy_chunked(Schedule& s, Ref src, Ref dst, size_t count);
 
 Schedule allreduce_ring(const CollArgs& a);
 Schedule allreduce_rd(const CollArgs& a);
+Schedule allreduce_oneshot(const CollArgs& a);
 Schedule reduce_scatter_ring(const CollArgs& a);
 Schedule allgather_ring(const CollArgs& a);
 Schedule broadcast_chain(const CollArgs& a);

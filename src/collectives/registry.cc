@@ -10,6 +10,7 @@ const char* algo_name(Algo a) {
     case Algo::Auto: return "auto";
     case Algo::Ring: return "ring";
     case Algo::RecursiveDoubling: return "rd";
+    case Algo::OneShot: return "oneshot";
     case Algo::Chain: return "chain";
     case Algo::Dissemination: return "dissemination";
     case Algo::Direct: return "direct";
@@ -18,14 +19,14 @@ const char* algo_name(Algo a) {
 }
 
 Algo parse_algo(const std::string& name) {
-  for (Algo a : {Algo::Auto, Algo::Ring, Algo::RecursiveDoubling, Algo::Chain})
+  for (Algo a : {Algo::Auto, Algo::Ring, Algo::RecursiveDoubling, Algo::OneShot, Algo::Chain})
     if (name == algo_name(a)) return a;
-  fail(coralInvalidArgument, "unknown algorithm '" + name + "' (expected auto, ring, rd, chain)");
+  fail(coralInvalidArgument, "unknown algorithm '" + name + "' (expected auto, ring, rd, oneshot, chain)");
 }
 
 bool supports(Coll coll, Algo algo) {
   switch (coll) {
-    case Coll::AllReduce: return algo == Algo::Ring || algo == Algo::RecursiveDoubling;
+    case Coll::AllReduce: return algo == Algo::Ring || algo == Algo::RecursiveDoubling || algo == Algo::OneShot;
     case Coll::ReduceScatter:
     case Coll::AllGather: return algo == Algo::Ring;
     case Coll::Broadcast:
@@ -52,7 +53,10 @@ Algo default_algo(Coll coll) {
 Schedule build(const CollArgs& a, Algo algo) {
   if (a.chunk == 0) fail(coralInternalError, "schedule chunk size is zero");
   switch (a.coll) {
-    case Coll::AllReduce: return algo == Algo::RecursiveDoubling ? allreduce_rd(a) : allreduce_ring(a);
+    case Coll::AllReduce:
+      if (algo == Algo::RecursiveDoubling) return allreduce_rd(a);
+      if (algo == Algo::OneShot) return allreduce_oneshot(a);
+      return allreduce_ring(a);
     case Coll::ReduceScatter: return reduce_scatter_ring(a);
     case Coll::AllGather: return allgather_ring(a);
     case Coll::Broadcast: return broadcast_chain(a);

@@ -26,6 +26,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::RecvReduceSend: return "recv_reduce_send";
     case OpKind::RecvCopySend: return "recv_copy_send";
     case OpKind::Copy: return "copy";
+    case OpKind::Reduce: return "reduce";
     case OpKind::Scale: return "scale";
   }
   return "?";
@@ -33,7 +34,8 @@ const char* op_kind_name(OpKind k) {
 
 static std::string ref_str(const Ref& r) {
   if (r.buf == Buf::None) return "-";
-  return fmt::format("{}[{}]", r.buf == Buf::Send ? "send" : "recv", r.off);
+  const char* name = r.buf == Buf::Send ? "send" : r.buf == Buf::Recv ? "recv" : "scratch";
+  return fmt::format("{}[{}]", name, r.off);
 }
 
 std::string dump(const Schedule& s) {

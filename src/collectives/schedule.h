@@ -21,7 +21,7 @@ constexpr int kMinInFlight = 2;
 enum class Coll : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, Barrier, Send, Recv };
 const char* coll_name(Coll c);
 
-enum class Buf : uint8_t { None, Send, Recv };
+enum class Buf : uint8_t { None, Send, Recv, Scratch };
 
 // A buffer position, in elements.
 struct Ref {
@@ -36,6 +36,7 @@ enum class OpKind : uint8_t {
   RecvReduceSend,  // peer_out <- peer (op) src   (dst too, when set)
   RecvCopySend,    // peer_out <- peer            (dst too, when set)
   Copy,            // dst <- src
+  Reduce,          // dst <- dst (op) src           (local)
   Scale,           // dst <- dst / nranks          (the end of coralAvg)
 };
 const char* op_kind_name(OpKind k);
@@ -68,6 +69,7 @@ struct Schedule {
   // Elements each buffer must hold (for checks and the verifier).
   size_t send_elems = 0;
   size_t recv_elems = 0;
+  size_t scratch_elems = 0;  // private to the rank, provided by the executor
 };
 
 std::string dump(const Schedule& s);

@@ -39,9 +39,11 @@ Elem combine(const Elem& a, const Elem& b, std::string* err) {
 struct RankState {
   Schedule sched;
   std::vector<Elem> mem;
+  std::vector<Elem> scratch;
   size_t send_at = 0, send_len = 0, recv_at = 0, recv_len = 0;
   size_t pc = 0;
   Elem& at(Ref r, size_t i) {
+    if (r.buf == Buf::Scratch) return scratch.at(r.off + i);
     size_t base = r.buf == Buf::Recv ? recv_at : send_at;
     size_t len = r.buf == Buf::Recv ? recv_len : send_len;
     if (r.buf == Buf::None || r.off + i >= len) throw std::out_of_range("ref");
@@ -107,6 +109,7 @@ struct Sim {
             outmsg.push_back(in[i]);
             break;
           case OpKind::Copy: rs.at(s.dst, i) = rs.at(s.src, i); break;
+          case OpKind::Reduce: rs.at(s.dst, i) = combine(rs.at(s.dst, i), rs.at(s.src, i), &e); break;
           case OpKind::Scale: rs.at(s.dst, i).scaled++; break;
         }
       }
@@ -142,6 +145,7 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
     rs.sched = builder(a);
     rs.send_len = rs.sched.send_elems;
     rs.recv_len = rs.sched.recv_elems;
+    rs.scratch.assign(rs.sched.scratch_elems, Elem{});
     bool alias = in_place && args.coll != Coll::Barrier && args.coll != Coll::Send &&
                  args.coll != Coll::Recv && !(args.coll == Coll::Reduce && r != args.root);
     if (!alias) {

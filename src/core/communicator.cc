@@ -1,5 +1,6 @@
 #include "core/communicator.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,11 +21,17 @@ using Clock = std::chrono::steady_clock;
 
 class Monitor : public WaitMonitor {
  public:
-  Monitor(int rank, transport::Domain* const* domain_of, double timeout_s, const char* what)
-      : rank_(rank), domain_of_(domain_of), deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s))), timeout_s_(timeout_s), what_(what) {
-    spin = static_cast<int>(config::get_int("CORAL_SPIN"));
+  Monitor(int rank, transport::Domain* const* domain_of, double timeout_s, const char* what, int spin_polls,
+          int pause)
+      : rank_(rank), domain_of_(domain_of), timeout_s_(timeout_s), what_(what) {
+    spin = spin_polls;
+    pause_polls = pause;
   }
+  // Only called once a wait has gone to sleep, so the clock is read off the fast path: the
+  // timeout counts from the first sleep of this operation.
   void check(int peer) override {
+    if (deadline_ == Clock::time_point{})
+      deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
     transport::Domain* d = domain_of_[peer];
     std::string why = d->remote_abort();
     if (!why.empty()) fail(coralRemoteError, fmt::format("{} aborted: {}", what_, why));
@@ -38,7 +45,7 @@ class Monitor : public WaitMonitor {
  private:
   int rank_;
   transport::Domain* const* domain_of_;
-  Clock::time_point deadline_;
+  Clock::time_point deadline_{};
   double timeout_s_;
   const char* what_;
 };
@@ -56,6 +63,8 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   if (!(timeout_s_ > 0)) fail(coralInvalidArgument, "CORAL_TIMEOUT must be positive");
   tune_.forced = sched::parse_algo(config::get_string("CORAL_ALGO"));
   tune_.small_bytes = config::get_bytes("CORAL_SMALL_BYTES");
+  spin_ = static_cast<int>(config::get_int("CORAL_SPIN"));
+  if (spin_ < 0) fail(coralInvalidArgument, "CORAL_SPIN must be >= 0");
   kernels::active();  // fail early on a bad CORAL_KERNEL
   auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
 
@@ -99,6 +108,14 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
     if (!done[q])
       fail(coralSystemError, fmt::format("no transport connects rank {} (host {}) with rank {} (host {})",
                                          rank, me.host_id, q, peers[q].host_id));
+  // More ranks here than cores: a waiting rank yields at once, or the peer it waits for may not
+  // get a core for a whole time slice.
+  int local = 0;
+  for (const auto& p : peers) local += p.host_id == me.host_id;
+  cpu_set_t cpus;
+  int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  pause_polls_ = local > ncpu ? 0 : 1000;
+  log::info(log::Init, "{} local ranks on {} cpus: {}", local, ncpu, pause_polls_ ? "spin, then yield" : "yield at once");
   p2p_seq_send_.assign(nranks, 0);
   p2p_seq_recv_.assign(nranks, 0);
   store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
@@ -119,10 +136,16 @@ sched::Algo Communicator::choose(const sched::CollArgs& args) const { return sch
 const sched::Schedule& Communicator::schedule_for(const sched::CollArgs& a, sched::Algo algo) {
   auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
                              static_cast<int>(a.op), a.root, static_cast<int>(algo));
+  // Training loops repeat one call; skip the map lookup for it.
+  if (last_ && key == last_key_) return *last_;
   auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second;
-  if (cache_.size() > 256) cache_.clear();
-  return cache_.emplace(key, sched::build(a, algo)).first->second;
+  if (it == cache_.end()) {
+    if (cache_.size() > 256) cache_.clear();
+    it = cache_.emplace(key, sched::build(a, algo)).first;
+  }
+  last_key_ = key;
+  last_ = &it->second;
+  return *last_;
 }
 
 void Communicator::execute(Call& c) {
@@ -146,9 +169,10 @@ void Communicator::execute(Call& c) {
   bool p2p = a.coll == sched::Coll::Send || a.coll == sched::Coll::Recv;
   uint64_t tag = make_tag(tag_coll, p2p ? coralUint8 : a.dtype, p2p ? coralSum : a.op, salt);
   const sched::Schedule& s = schedule_for(a, algo);
-  Monitor mon(rank_, domain_of_.data(), timeout_s_, sched::coll_name(a.coll));
+  Monitor mon(rank_, domain_of_.data(), timeout_s_, sched::coll_name(a.coll), spin_, pause_polls_);
   try {
-    coral::execute(s, ExecArgs{c.send, c.recv, a.dtype, a.op, nranks_, tag, &links_, &mon});
+    if (scratch_.size() < s.scratch_elems * es) scratch_.resize(s.scratch_elems * es);
+    coral::execute(s, ExecArgs{c.send, c.recv, scratch_.data(), a.dtype, a.op, nranks_, tag, &links_, &mon});
   } catch (const Error& e) {
     std::string msg = fmt::format("rank {}: {}", rank_, e.what());
     abort(msg);

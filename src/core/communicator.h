@@ -67,7 +67,13 @@ class Communicator {
   size_t max_message_ = SIZE_MAX;
   uint64_t coll_seq_ = 0;
   std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;
-  std::map<std::tuple<int, size_t, int, int, int, int>, sched::Schedule> cache_;
+  using CacheKey = std::tuple<int, size_t, int, int, int, int>;
+  std::map<CacheKey, sched::Schedule> cache_;
+  CacheKey last_key_;
+  const sched::Schedule* last_ = nullptr;
+  std::vector<std::byte> scratch_;
+  int spin_ = 0;
+  int pause_polls_ = 0;
 
   mutable std::mutex state_mu_;
   coralResult_t failed_ = coralSuccess;

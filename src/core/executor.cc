@@ -32,8 +32,9 @@ struct Runner {
   const kernels::ReduceFn reduce;
 
   std::byte* ptr(sched::Ref r) const {
-    auto* base = r.buf == sched::Buf::Send ? static_cast<std::byte*>(const_cast<void*>(x.send))
-                                           : static_cast<std::byte*>(x.recv);
+    auto* base = r.buf == sched::Buf::Send   ? static_cast<std::byte*>(const_cast<void*>(x.send))
+                 : r.buf == sched::Buf::Recv ? static_cast<std::byte*>(x.recv)
+                                             : static_cast<std::byte*>(x.scratch);
     return base + r.off * es;
   }
   transport::Link& link(int peer) const { return *(*x.links)[peer]; }
@@ -55,7 +56,7 @@ struct Runner {
   std::byte* reserve(int peer, size_t bytes) const {
     transport::Link& l = link(peer);
     if (bytes > l.max_message()) fail(coralInternalError, "schedule message exceeds the link's slot");
-    return l.send_acquire(*x.monitor);
+    return l.send_acquire(bytes, *x.monitor);
   }
 
   void run(const sched::Step& st) const {
@@ -100,6 +101,9 @@ struct Runner {
       }
       case OpKind::Copy:
         if (ptr(st.dst) != ptr(st.src)) std::memmove(ptr(st.dst), ptr(st.src), bytes);
+        break;
+      case OpKind::Reduce:
+        reduce(ptr(st.dst), ptr(st.dst), ptr(st.src), st.count);
         break;
       case OpKind::Scale:
         kernels::active().scale[x.dtype](ptr(st.dst), ptr(st.dst), st.count, x.nranks);

@@ -12,6 +12,7 @@ namespace coral {
 struct ExecArgs {
   const void* send;
   void* recv;
+  void* scratch;  // at least schedule.scratch_elems elements
   coralDataType_t dtype;
   coralRedOp_t op;
   int nranks;

@@ -29,7 +29,8 @@ class WaitMonitor {
  public:
   virtual ~WaitMonitor() = default;
   virtual void check(int peer) = 0;
-  int spin = 20000;
+  int spin = 20000;        // polls before sleeping on the futex
+  int pause_polls = 1000;  // of which the first ones only pause; later ones yield the core
 };
 
 // Waits until ready() holds. word is the futex the other side bumps; sleeping is set while this
@@ -40,8 +41,8 @@ void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word,
   if (ready()) return;
   for (int i = 0; i < mon.spin; ++i) {
     if (ready()) return;
-    if (i < 256) _mm_pause();
-    else if ((i & 15) == 0) sched_yield();  // let an oversubscribed peer run
+    if (i < mon.pause_polls) _mm_pause();
+    else sched_yield();  // the peer we wait for may need this core
   }
   while (true) {
     uint32_t seen = word.load(std::memory_order_seq_cst);

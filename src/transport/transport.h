@@ -26,8 +26,9 @@ class Link {
   virtual size_t max_message() const = 0;
   // Messages per direction that may be committed before the peer releases any.
   virtual int max_in_flight() const = 0;
-  // A buffer of max_message() bytes for the next outgoing message; blocks until one is free.
-  virtual std::byte* send_acquire(WaitMonitor& mon) = 0;
+  // A buffer for the next outgoing message of `bytes` (<= max_message()); blocks until a slot is
+  // free. Small messages may get a buffer that travels with the message's header.
+  virtual std::byte* send_acquire(size_t bytes, WaitMonitor& mon) = 0;
   virtual void send_commit(size_t bytes, uint64_t tag) = 0;
   // The next incoming message, valid until recv_release().
   virtual Message recv_peek(WaitMonitor& mon) = 0;

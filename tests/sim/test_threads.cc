@@ -73,8 +73,8 @@ TEST_CASE("all collectives on thread ranks, P in {1,2,3,4,5,8}") {
   }
 }
 
-TEST_CASE("recursive doubling and ring agree when forced") {
-  for (const char* algo : {"ring", "rd"}) {
+TEST_CASE("every all-reduce algorithm is exact when forced") {
+  for (const char* algo : {"ring", "rd", "oneshot"}) {
     setenv("CORAL_ALGO", algo, 1);
     for (int p : {3, 4}) {
       INFO(algo << " P=" << p);
@@ -179,4 +179,31 @@ TEST_CASE("mismatched collectives fail with a clear error instead of hanging") {
   });
   unsetenv("CORAL_TIMEOUT");
   CHECK_THAT(err, Catch::Contains("different collectives") || Catch::Contains("aborted"));
+}
+
+TEST_CASE("every rank gets bit-identical results from inexact float inputs") {
+  for (const char* algo : {"auto", "ring", "rd", "oneshot"}) {
+    setenv("CORAL_ALGO", algo, 1);
+    for (int p : {3, 4, 5}) {
+      std::vector<std::vector<float>> results(p);
+      std::string err = on_threads(p, std::string("bits") + algo + std::to_string(p), [&](int rank, coral::Communicator& comm) {
+        for (size_t n : {size_t(3), size_t(1001), size_t(300007)}) {
+          std::vector<float> v(n);
+          uint32_t x = 12345u + 7919u * static_cast<uint32_t>(rank);
+          for (auto& f : v) {
+            x = x * 1664525u + 1013904223u;
+            f = static_cast<float>(x >> 8) * 1e-7f - 0.8f;  // not exactly summable
+          }
+          comm.run(to_call(checks::Coll::AllReduce, v.data(), v.data(), n, coralFloat32, coralSum, 0));
+          results[rank].insert(results[rank].end(), v.begin(), v.end());
+        }
+        return std::string();
+      });
+      INFO(algo << " P=" << p);
+      REQUIRE(err == "");
+      for (int r = 1; r < p; ++r)
+        REQUIRE(std::memcmp(results[r].data(), results[0].data(), results[0].size() * sizeof(float)) == 0);
+    }
+  }
+  unsetenv("CORAL_ALGO");
 }

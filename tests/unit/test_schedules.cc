@@ -53,6 +53,15 @@ TEST_CASE("recursive doubling all-reduce holds, power of two or not") {
       }
 }
 
+TEST_CASE("one-shot all-reduce holds in and out of place") {
+  for (int p = 1; p <= 24; ++p)
+    for (size_t n : counts_for(p))
+      for (bool ip : {false, true}) {
+        check(Coll::AllReduce, Algo::OneShot, p, n, 4, coralSum, ip);
+        check(Coll::AllReduce, Algo::OneShot, p, n, 1 << 20, coralAvg, ip);
+      }
+}
+
 TEST_CASE("chain broadcast and reduce hold for every root") {
   for (int p : {1, 2, 3, 4, 5, 8, 13, 32})
     for (int root = 0; root < p; ++root)

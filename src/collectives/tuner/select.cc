@@ -8,9 +8,11 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
   if (t.forced != Algo::Auto && supports(a.coll, t.forced)) return t.forced;
   if (a.coll == Coll::AllReduce) {
     size_t bytes = a.count * kernels::dtype_size(a.dtype);
-    // Recursive doubling pays log2(P) latencies against the ring's 2(P-1); its extra bandwidth
-    // (S log P vs 2S) only matters above a few KiB.
-    return bytes <= t.small_bytes ? Algo::RecursiveDoubling : Algo::Ring;
+    // Small messages are latency-bound: one-shot waits once (for all peers at the same time),
+    // recursive doubling log2(P) times, the ring 2(P-1) times. Their extra bytes (S(P-1) and
+    // S log P against 2S) only matter above a few KiB.
+    if (bytes > t.small_bytes) return Algo::Ring;
+    return a.nranks <= t.oneshot_max_ranks ? Algo::OneShot : Algo::RecursiveDoubling;
   }
   return default_algo(a.coll);
 }

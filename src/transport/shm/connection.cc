@@ -11,25 +11,36 @@ ShmLink::ShmLink(int peer, const Geometry& g, const Segment& mine, int my_local,
       in_(mine.fifo(g, peer_local)),
       in_slots_(mine.slot(g, peer_local, 0)) {}
 
-std::byte* ShmLink::send_acquire(WaitMonitor& mon) {
+std::byte* ShmLink::send_acquire(size_t bytes, WaitMonitor& mon) {
   const uint32_t n = geo_.nslots;
-  wait_until(mon, peer_, out_->tail, out_->send_sleeping,
-             [&] { return out_head_ - out_->tail.load(std::memory_order_acquire) < n; });
-  return out_slots_ + static_cast<size_t>(out_head_ % n) * geo_.slot_bytes;
+  if (out_head_ - out_tail_seen_ >= n)
+    wait_until(mon, peer_, out_->tail, out_->send_sleeping, [&] {
+      out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
+      return out_head_ - out_tail_seen_ < n;
+    });
+  const uint32_t i = out_head_ % n;
+  if (bytes <= kInlineBytes) return out_->meta[i].inline_data;
+  return out_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
 }
 
 void ShmLink::send_commit(size_t bytes, uint64_t tag) {
-  out_->meta[out_head_ % geo_.nslots] = SlotMeta{bytes, tag};
-  out_->head.store(++out_head_, std::memory_order_seq_cst);
+  SlotMeta& m = out_->meta[out_head_ % geo_.nslots];
+  m.bytes = static_cast<uint32_t>(bytes);
+  m.tag = tag;
+  ++out_head_;
+  m.seq.store(out_head_, std::memory_order_release);  // what the receiver polls
+  out_->head.store(out_head_, std::memory_order_seq_cst);  // what a sleeping receiver waits on
   wake_if_sleeping(out_->head, out_->recv_sleeping);
 }
 
 Message ShmLink::recv_peek(WaitMonitor& mon) {
-  wait_until(mon, peer_, in_->head, in_->recv_sleeping,
-             [&] { return in_->head.load(std::memory_order_acquire) != in_tail_; });
   const uint32_t i = in_tail_ % geo_.nslots;
-  const SlotMeta m = in_->meta[i];
-  return Message{in_slots_ + static_cast<size_t>(i) * geo_.slot_bytes, m.bytes, m.tag};
+  SlotMeta& m = in_->meta[i];
+  const uint32_t want = in_tail_ + 1;
+  wait_until(mon, peer_, in_->head, in_->recv_sleeping,
+             [&] { return m.seq.load(std::memory_order_acquire) == want; });
+  const std::byte* data = m.bytes <= kInlineBytes ? m.inline_data : in_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
+  return Message{data, m.bytes, m.tag};
 }
 
 void ShmLink::recv_release() {

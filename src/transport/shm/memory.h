@@ -16,17 +16,23 @@ struct Control {
   char why[1016];
 };
 
-struct SlotMeta {
-  uint64_t bytes;
+// One cache line per slot: the sequence number, size and tag, and small messages inline, so a
+// small message costs the receiver a single cache-line transfer.
+constexpr size_t kInlineBytes = 48;
+struct alignas(64) SlotMeta {
+  std::atomic<uint32_t> seq;  // message number + 1 once the slot holds it
+  uint32_t bytes;
   uint64_t tag;
+  std::byte inline_data[kInlineBytes];
 };
+static_assert(sizeof(SlotMeta) == 64);
 
 struct FifoCtl {
   alignas(64) std::atomic<uint32_t> head;  // messages committed (written by the sender)
   std::atomic<uint32_t> recv_sleeping;
   alignas(64) std::atomic<uint32_t> tail;  // messages released (written by the receiver)
   std::atomic<uint32_t> send_sleeping;
-  alignas(64) SlotMeta meta[kMaxSlots];
+  SlotMeta meta[kMaxSlots];
 };
 
 struct Geometry {

@@ -1,0 +1,30 @@
+// One-shot all-reduce: every rank sends its whole vector to every peer, then folds the P inputs
+// in rank order (0, 1, ..., P-1), so every rank computes the same bits. One round of waiting;
+// sends S(P-1) bytes per rank. Wins for tiny messages among few ranks, above all when ranks
+// outnumber cores (each rank needs the core once to send and once to reduce).
+#include "collectives/builders.h"
+
+namespace coral::sched {
+
+Schedule allreduce_oneshot(const CollArgs& a) {
+  const int p = a.nranks, r = a.rank;
+  Schedule s{"oneshot", p, r, {}, a.count, a.count};
+  s.scratch_elems = std::min(a.chunk, a.count);
+  for (size_t lo = 0; lo < a.count; lo += a.chunk) {
+    const size_t n = std::min(a.chunk, a.count - lo);
+    const Ref mine{Buf::Send, lo}, acc{Buf::Recv, lo}, keep{Buf::Scratch, 0};
+    for (int k = 1; k < p; ++k) s.steps.push_back({OpKind::Send, (r + k) % p, -1, mine, {}, n});
+    // In place, receiving rank 0's input overwrites ours: keep a copy for our turn in the fold.
+    if (r != 0) s.steps.push_back({OpKind::Copy, -1, -1, mine, keep, n});
+    if (r == 0) s.steps.push_back({OpKind::Copy, -1, -1, mine, acc, n});
+    else s.steps.push_back({OpKind::Recv, 0, -1, {}, acc, n});
+    for (int q = 1; q < p; ++q) {
+      if (q == r) s.steps.push_back({OpKind::Reduce, -1, -1, keep, acc, n});
+      else s.steps.push_back({OpKind::RecvReduce, q, -1, acc, acc, n});
+    }
+    if (a.op == coralAvg && p > 1) s.steps.push_back({OpKind::Scale, -1, -1, {}, acc, n});
+  }
+  return s;
+}
+
+}  // namespace coral::sched
