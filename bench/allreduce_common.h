@@ -17,9 +17,10 @@ static double bench_now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Enough calls to take ~0.3 s of pure data movement at 2 GB/s, at least 5. */
-static int bench_iters(size_t bytes) {
-  double it = 0.6e9 / (double)(bytes + 1);
+/* Calls for ~0.3 s given the slowest rank's time per call, between 5 and 20000. Every rank
+ * must use the same count, so pass the value agreed through a max-reduction. */
+static int bench_iters(double seconds_per_call) {
+  double it = 0.3 / (seconds_per_call > 1e-9 ? seconds_per_call : 1e-9);
   if (it > 20000) it = 20000;
   if (it < 5) it = 5;
   return (int)it;

@@ -25,8 +25,12 @@ int main(int argc, char** argv) {
     float* in = malloc(count * 4);
     float* out = malloc(count * 4);
     for (size_t i = 0; i < count; i++) in[i] = (float)(rank + i % 7);
-    int iters = bench_iters(count * 4);
     for (int w = 0; w < 3; w++) CK(coralAllReduce(in, out, count, coralFloat32, coralSum, comm, NULL));
+    double c0 = bench_now(), cal, calmax;
+    for (int w = 0; w < 3; w++) CK(coralAllReduce(in, out, count, coralFloat32, coralSum, comm, NULL));
+    cal = (bench_now() - c0) / 3;
+    CK(coralAllReduce(&cal, &calmax, 1, coralFloat64, coralMax, comm, NULL));
+    int iters = bench_iters(calmax);
     CK(coralBarrier(comm));
     double t0 = bench_now();
     for (int it = 0; it < iters; it++) CK(coralAllReduce(in, out, count, coralFloat32, coralSum, comm, NULL));

@@ -11,6 +11,7 @@ const char* algo_name(Algo a) {
     case Algo::Ring: return "ring";
     case Algo::RecursiveDoubling: return "rd";
     case Algo::OneShot: return "oneshot";
+    case Algo::TwoShot: return "twoshot";
     case Algo::Chain: return "chain";
     case Algo::Dissemination: return "dissemination";
     case Algo::Direct: return "direct";
@@ -19,14 +20,15 @@ const char* algo_name(Algo a) {
 }
 
 Algo parse_algo(const std::string& name) {
-  for (Algo a : {Algo::Auto, Algo::Ring, Algo::RecursiveDoubling, Algo::OneShot, Algo::Chain})
+  for (Algo a : {Algo::Auto, Algo::Ring, Algo::RecursiveDoubling, Algo::OneShot, Algo::TwoShot, Algo::Chain})
     if (name == algo_name(a)) return a;
-  fail(coralInvalidArgument, "unknown algorithm '" + name + "' (expected auto, ring, rd, oneshot, chain)");
+  fail(coralInvalidArgument, "unknown algorithm '" + name + "' (expected auto, ring, rd, oneshot, twoshot, chain)");
 }
 
 bool supports(Coll coll, Algo algo) {
   switch (coll) {
-    case Coll::AllReduce: return algo == Algo::Ring || algo == Algo::RecursiveDoubling || algo == Algo::OneShot;
+    case Coll::AllReduce: return algo == Algo::Ring || algo == Algo::RecursiveDoubling || algo == Algo::OneShot ||
+                                  algo == Algo::TwoShot;
     case Coll::ReduceScatter:
     case Coll::AllGather: return algo == Algo::Ring;
     case Coll::Broadcast:
@@ -56,6 +58,7 @@ Schedule build(const CollArgs& a, Algo algo) {
     case Coll::AllReduce:
       if (algo == Algo::RecursiveDoubling) return allreduce_rd(a);
       if (algo == Algo::OneShot) return allreduce_oneshot(a);
+      if (algo == Algo::TwoShot) return allreduce_twoshot(a);
       return allreduce_ring(a);
     case Coll::ReduceScatter: return reduce_scatter_ring(a);
     case Coll::AllGather: return allgather_ring(a);

@@ -36,7 +36,7 @@ enum class OpKind : uint8_t {
   RecvReduceSend,  // peer_out <- peer (op) src   (dst too, when set)
   RecvCopySend,    // peer_out <- peer            (dst too, when set)
   Copy,            // dst <- src
-  Reduce,          // dst <- dst (op) src           (local)
+  Reduce,          // dst <- src (op) src2          (local)
   Scale,           // dst <- dst / nranks          (the end of coralAvg)
 };
 const char* op_kind_name(OpKind k);
@@ -47,7 +47,8 @@ struct Step {
   int32_t peer_out = -1;  // the peer forwarded to
   Ref src;
   Ref dst;
-  size_t count = 0;  // elements; 0 is a real (empty) message for Send/Recv
+  size_t count = 0;
+  Ref src2;  // second input of Reduce  // elements; 0 is a real (empty) message for Send/Recv
 };
 
 struct CollArgs {

@@ -109,7 +109,7 @@ struct Sim {
             outmsg.push_back(in[i]);
             break;
           case OpKind::Copy: rs.at(s.dst, i) = rs.at(s.src, i); break;
-          case OpKind::Reduce: rs.at(s.dst, i) = combine(rs.at(s.dst, i), rs.at(s.src, i), &e); break;
+          case OpKind::Reduce: rs.at(s.dst, i) = combine(rs.at(s.src, i), rs.at(s.src2, i), &e); break;
           case OpKind::Scale: rs.at(s.dst, i).scaled++; break;
         }
       }

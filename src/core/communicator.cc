@@ -115,6 +115,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   cpu_set_t cpus;
   int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   pause_polls_ = local > ncpu ? 0 : 1000;
+  tune_.single_host = local == nranks;
   log::info(log::Init, "{} local ranks on {} cpus: {}", local, ncpu, pause_polls_ ? "spin, then yield" : "yield at once");
   p2p_seq_send_.assign(nranks, 0);
   p2p_seq_recv_.assign(nranks, 0);

@@ -103,7 +103,7 @@ struct Runner {
         if (ptr(st.dst) != ptr(st.src)) std::memmove(ptr(st.dst), ptr(st.src), bytes);
         break;
       case OpKind::Reduce:
-        reduce(ptr(st.dst), ptr(st.dst), ptr(st.src), st.count);
+        reduce(ptr(st.dst), ptr(st.src), ptr(st.src2), st.count);
         break;
       case OpKind::Scale:
         kernels::active().scale[x.dtype](ptr(st.dst), ptr(st.dst), st.count, x.nranks);

@@ -62,6 +62,13 @@ TEST_CASE("one-shot all-reduce holds in and out of place") {
       }
 }
 
+TEST_CASE("two-shot all-reduce holds in and out of place") {
+  for (int p = 1; p <= 40; ++p)
+    for (size_t n : counts_for(p))
+      for (size_t chunk : {size_t(1), size_t(3), size_t(1) << 20})
+        for (bool ip : {false, true}) check(Coll::AllReduce, Algo::TwoShot, p, n, chunk, ip ? coralAvg : coralSum, ip);
+}
+
 TEST_CASE("chain broadcast and reduce hold for every root") {
   for (int p : {1, 2, 3, 4, 5, 8, 13, 32})
     for (int root = 0; root < p; ++root)

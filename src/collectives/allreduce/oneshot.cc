@@ -12,16 +12,9 @@ Schedule allreduce_oneshot(const CollArgs& a) {
   s.scratch_elems = std::min(a.chunk, a.count);
   for (size_t lo = 0; lo < a.count; lo += a.chunk) {
     const size_t n = std::min(a.chunk, a.count - lo);
-    const Ref mine{Buf::Send, lo}, acc{Buf::Recv, lo}, keep{Buf::Scratch, 0};
+    const Ref mine{Buf::Send, lo}, acc{Buf::Recv, lo};
     for (int k = 1; k < p; ++k) s.steps.push_back({OpKind::Send, (r + k) % p, -1, mine, {}, n});
-    // In place, receiving rank 0's input overwrites ours: keep a copy for our turn in the fold.
-    if (r != 0) s.steps.push_back({OpKind::Copy, -1, -1, mine, keep, n});
-    if (r == 0) s.steps.push_back({OpKind::Copy, -1, -1, mine, acc, n});
-    else s.steps.push_back({OpKind::Recv, 0, -1, {}, acc, n});
-    for (int q = 1; q < p; ++q) {
-      if (q == r) s.steps.push_back({OpKind::Reduce, -1, -1, keep, acc, n});
-      else s.steps.push_back({OpKind::RecvReduce, q, -1, acc, acc, n});
-    }
+    fold_in_rank_order(s, p, r, mine, acc, {Buf::Scratch, 0}, n);
     if (a.op == coralAvg && p > 1) s.steps.push_back({OpKind::Scale, -1, -1, {}, acc, n});
   }
   return s;

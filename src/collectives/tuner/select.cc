@@ -11,7 +11,9 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     // Small messages are latency-bound: one-shot waits once (for all peers at the same time),
     // recursive doubling log2(P) times, the ring 2(P-1) times. Their extra bytes (S(P-1) and
     // S log P against 2S) only matter above a few KiB.
-    if (bytes > t.small_bytes) return Algo::Ring;
+    // Over shared memory every pair is equally close, so the direct two-shot moves the ring's
+    // bytes with 2 rounds of waiting instead of 2(P-1); across hosts the ring uses each link once.
+    if (bytes > t.small_bytes) return t.single_host ? Algo::TwoShot : Algo::Ring;
     return a.nranks <= t.oneshot_max_ranks ? Algo::OneShot : Algo::RecursiveDoubling;
   }
   return default_algo(a.coll);

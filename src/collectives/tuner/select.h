@@ -8,6 +8,7 @@ struct TuneParams {
   Algo forced = Algo::Auto;  // CORAL_ALGO
   size_t small_bytes = 16384;  // CORAL_SMALL_BYTES: latency path up to here
   int oneshot_max_ranks = 8;   // one-shot's P-1 messages per rank only pay off for few ranks
+  bool single_host = false;    // every rank shares memory with every other
 };
 
 Algo select_algo(const CollArgs& a, const TuneParams& t);

@@ -1,7 +1,9 @@
+// Reusable schedule fragments.
 // Ring reduce-scatter and all-gather, chunked into rounds of at most a.chunk elements per block.
 // Reduce-scatter: P-1 steps per round, each rank sends (P-1)/P of the data; the partial sums
 // travel the ring and are never written locally (recv_reduce_send). All-gather: the same ring
 // carrying finished blocks. Bandwidth-optimal; latency grows with P.
+// The rank-order fold used by the direct (one-shot, two-shot) algorithms.
 #include "collectives/builders.h"
 #include "collectives/patterns/ring.h"
 
@@ -77,6 +79,22 @@ void ring_allgather(Schedule& s, const CollArgs& a, const Blocks& blocks) {
       else s.steps.push_back({OpKind::Recv, prev, -1, {}, ref, n});
     }
   }
+}
+
+void fold_in_rank_order(Schedule& s, int p, int r, Ref mine, Ref acc, Ref scratch, size_t n) {
+  if (p == 1) return copy_chunked(s, mine, acc, n);
+  int q = 2;
+  if (r <= 1) {
+    // x_0 (op) x_1 in one pass straight into acc (the kernel's operands commute exactly).
+    s.steps.push_back({OpKind::RecvReduce, 1 - r, -1, mine, acc, n});
+  } else {
+    // Ranks before us are folded in scratch: acc may alias our input, needed at our turn.
+    s.steps.push_back({OpKind::Recv, 0, -1, {}, scratch, n});
+    for (q = 1; q < r; ++q) s.steps.push_back({OpKind::RecvReduce, q, -1, scratch, scratch, n});
+    s.steps.push_back({OpKind::Reduce, -1, -1, scratch, acc, n, mine});
+    q = r + 1;
+  }
+  for (; q < p; ++q) s.steps.push_back({OpKind::RecvReduce, q, -1, acc, acc, n});
 }
 
 void copy_chunked(Schedule& s, Ref src, Ref dst, size_t count) {
