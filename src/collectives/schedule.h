@@ -47,8 +47,11 @@ struct Step {
   int32_t peer_out = -1;  // the peer forwarded to
   Ref src;
   Ref dst;
-  size_t count = 0;
-  Ref src2;  // second input of Reduce  // elements; 0 is a real (empty) message for Send/Recv
+  size_t count = 0;  // elements; 0 is a real (empty) message for Send/Recv
+  Ref src2;          // second input of Reduce
+  // Send only: nothing in this schedule writes src after this step, so a transport may let the
+  // peer read it in place (single copy) any time until the operation ends.
+  bool stable_src = false;
 };
 
 struct CollArgs {

@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 namespace coral::sched {
@@ -40,6 +41,7 @@ struct RankState {
   Schedule sched;
   std::vector<Elem> mem;
   std::vector<Elem> scratch;
+  std::set<const Elem*> pinned;  // sources of stable_src sends: must not be written again
   size_t send_at = 0, send_len = 0, recv_at = 0, recv_len = 0;
   size_t pc = 0;
   Elem& at(Ref r, size_t i) {
@@ -93,6 +95,11 @@ struct Sim {
     Msg outmsg;
     std::string e;
     try {
+      if (s.dst.buf != Buf::None)
+        for (size_t i = 0; i < s.count; ++i)
+          if (rs.pinned.count(&rs.at(s.dst, i))) e = "overwrites the source of an earlier in-place (stable_src) send";
+      if (s.kind == OpKind::Send && s.stable_src)
+        for (size_t i = 0; i < s.count; ++i) rs.pinned.insert(&rs.at(s.src, i));
       for (size_t i = 0; i < s.count; ++i) {
         switch (s.kind) {
           case OpKind::Send: outmsg.push_back(rs.at(s.src, i)); break;

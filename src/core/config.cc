@@ -29,6 +29,9 @@ const std::vector<Knob>& knobs() {
        "All-reduce messages up to this size use the latency-optimal path in auto mode."},
       {"CORAL_SHM_SLOT_BYTES", Type::Bytes, "256K", "Bytes per shared-memory FIFO slot."},
       {"CORAL_SHM_NSLOTS", Type::Int, "4", "Slots per shared-memory FIFO (pipeline depth)."},
+      {"CORAL_CMA_BYTES", Type::Bytes, "64K",
+       "Shared-memory messages this large whose source stays put are read straight out of the "
+       "sender (cross-memory attach: one copy instead of two); 0 turns it off."},
       {"CORAL_SPIN", Type::Int, "20000",
        "Polls a waiting rank makes before it yields the core; 0 blocks at once."},
       {"CORAL_KERNEL", Type::String, "auto",

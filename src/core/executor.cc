@@ -39,8 +39,8 @@ struct Runner {
   }
   transport::Link& link(int peer) const { return *(*x.links)[peer]; }
 
-  transport::Message receive(int peer, size_t bytes) const {
-    transport::Message m = link(peer).recv_peek(*x.monitor);
+  transport::Message receive(int peer, size_t bytes, bool want_local = true) const {
+    transport::Message m = link(peer).recv_peek(*x.monitor, want_local);
     if (m.tag != x.tag || m.bytes != bytes) {
       std::string theirs = describe_tag(m.tag), ours = describe_tag(x.tag);
       fail(coralInvalidUsage,
@@ -59,19 +59,28 @@ struct Runner {
     return l.send_acquire(bytes, *x.monitor);
   }
 
-  void run(const sched::Step& st) const {
+  // Links with by-reference sends outstanding: the operation ends only once peers read them.
+  std::vector<transport::Link*> flush;
+
+  void run(const sched::Step& st) {
     using sched::OpKind;
     const size_t bytes = st.count * es;
     switch (st.kind) {
       case OpKind::Send: {
+        transport::Link& l = link(st.peer);
+        if (st.stable_src && bytes >= l.direct_min_bytes()) {
+          l.send_direct(ptr(st.src), bytes, x.tag, *x.monitor);
+          if (std::find(flush.begin(), flush.end(), &l) == flush.end()) flush.push_back(&l);
+          break;
+        }
         std::byte* out = reserve(st.peer, bytes);
         kernels::copy_streaming(out, ptr(st.src), bytes);
-        link(st.peer).send_commit(bytes, x.tag);
+        l.send_commit(bytes, x.tag);
         break;
       }
       case OpKind::Recv: {
-        transport::Message m = receive(st.peer, bytes);
-        kernels::copy_streaming(ptr(st.dst), m.data, bytes);
+        transport::Message m = receive(st.peer, bytes, false);
+        link(st.peer).recv_read(m, ptr(st.dst));
         link(st.peer).recv_release();
         break;
       }
@@ -117,6 +126,7 @@ struct Runner {
 void execute(const sched::Schedule& s, const ExecArgs& x) {
   Runner r{x, kernels::dtype_size(x.dtype), kernels::active().reduce[x.dtype][x.op]};
   for (const sched::Step& st : s.steps) r.run(st);
+  for (transport::Link* l : r.flush) l->flush(*x.monitor);
 }
 
 }  // namespace coral

@@ -15,7 +15,7 @@
 namespace coral::transport {
 
 struct Message {
-  const std::byte* data;
+  const std::byte* data;  // nullptr: the payload is still in the sender's memory (recv_read)
   size_t bytes;
   uint64_t tag;  // identifies the operation; a mismatch means ranks called different collectives
 };
@@ -30,8 +30,18 @@ class Link {
   // free. Small messages may get a buffer that travels with the message's header.
   virtual std::byte* send_acquire(size_t bytes, WaitMonitor& mon) = 0;
   virtual void send_commit(size_t bytes, uint64_t tag) = 0;
-  // The next incoming message, valid until recv_release().
-  virtual Message recv_peek(WaitMonitor& mon) = 0;
+  // Single-copy sends: messages of at least this size may be passed by reference with
+  // send_direct (the peer copies straight out of src); SIZE_MAX when unsupported.
+  virtual size_t direct_min_bytes() const { return SIZE_MAX; }
+  // src must stay unchanged until flush() returns.
+  virtual void send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon);
+  // Waits until the peer has released every message sent so far.
+  virtual void flush(WaitMonitor&) {}
+  // The next incoming message, valid until recv_release(). With want_local the payload is made
+  // local (data != nullptr); otherwise a by-reference message has data == nullptr.
+  virtual Message recv_peek(WaitMonitor& mon, bool want_local) = 0;
+  // Copies the payload of the message recv_peek returned into dst.
+  virtual void recv_read(const Message& m, void* dst) = 0;
   virtual void recv_release() = 0;
 };
 

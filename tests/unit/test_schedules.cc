@@ -142,6 +142,17 @@ TEST_CASE("the checker catches broken schedules") {
     return s;
   };
   CHECK_FALSE(verify_with(a, wrong_peer, false).ok);
+  // A send marked stable whose source is overwritten later (recursive doubling reuses it).
+  a.nranks = 4;
+  auto unstable = [&](const CollArgs& x) {
+    Schedule s = build(x, Algo::RecursiveDoubling);
+    for (Step& st : s.steps)
+      if (st.kind == OpKind::Send) st.stable_src = true;
+    return s;
+  };
+  r = verify_with(a, unstable, false);
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.error, Catch::Contains("stable_src"));
   CollArgs bad = a;
   bad.chunk = 0;
   CHECK_THROWS(build(bad, Algo::Ring));

@@ -26,7 +26,7 @@ Schedule allreduce_twoshot(const CollArgs& a) {
       const Ref mine{Buf::Send, blk.off[r] + lo}, acc{Buf::Recv, blk.off[r] + lo};
       fold_in_rank_order(s, p, r, mine, acc, {Buf::Scratch, 0}, n);
       if (a.op == coralAvg) s.steps.push_back({OpKind::Scale, -1, -1, {}, acc, n});
-      for (int k = 1; k < p; ++k) s.steps.push_back({OpKind::Send, (r + k) % p, -1, acc, {}, n});
+      for (int k = 1; k < p; ++k) s.steps.push_back({OpKind::Send, (r + k) % p, -1, acc, {}, n, {}, true});
     }
     for (int k = 1; k < p; ++k) {
       int from = (r - k + p) % p;

@@ -74,7 +74,7 @@ void ring_allgather(Schedule& s, const CollArgs& a, const Blocks& blocks) {
       size_t n = piece(blocks, blk, k, a.chunk);
       if (n == 0) continue;
       Ref ref{Buf::Recv, blocks.off[blk] + lo};
-      if (st == 0) s.steps.push_back({OpKind::Send, next, -1, ref, {}, n});
+      if (st == 0) s.steps.push_back({OpKind::Send, next, -1, ref, {}, n, {}, true});
       else if (st < p - 1) s.steps.push_back({OpKind::RecvCopySend, prev, next, {}, ref, n});
       else s.steps.push_back({OpKind::Recv, prev, -1, {}, ref, n});
     }

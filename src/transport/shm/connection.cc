@@ -1,51 +1,132 @@
 #include "transport/shm/connection.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/copy.h"
+
 namespace coral::transport::shm {
 
-ShmLink::ShmLink(int peer, const Geometry& g, const Segment& mine, int my_local,
-                 const Segment& theirs, int peer_local)
+namespace {
+constexpr uint32_t kDirect = 0x80000000u;  // in SlotMeta::bytes: payload is in the sender's memory
+}
+
+ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, const Segment& mine, int my_local,
+                 const Segment& theirs, int peer_local, size_t direct_min)
     : peer_(peer),
+      peer_pid_(peer_pid),
       geo_(g),
       out_(theirs.fifo(g, my_local)),
       out_slots_(theirs.slot(g, my_local, 0)),
       in_(mine.fifo(g, peer_local)),
-      in_slots_(mine.slot(g, peer_local, 0)) {}
+      in_slots_(mine.slot(g, peer_local, 0)),
+      direct_min_(direct_min) {}
 
-std::byte* ShmLink::send_acquire(size_t bytes, WaitMonitor& mon) {
+void ShmLink::wait_credit(WaitMonitor& mon) {
   const uint32_t n = geo_.nslots;
   if (out_head_ - out_tail_seen_ >= n)
     wait_until(mon, peer_, out_->tail, out_->send_sleeping, [&] {
       out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
       return out_head_ - out_tail_seen_ < n;
     });
-  const uint32_t i = out_head_ % n;
+}
+
+std::byte* ShmLink::send_acquire(size_t bytes, WaitMonitor& mon) {
+  wait_credit(mon);
+  const uint32_t i = out_head_ % geo_.nslots;
   if (bytes <= kInlineBytes) return out_->meta[i].inline_data;
   return out_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
 }
 
-void ShmLink::send_commit(size_t bytes, uint64_t tag) {
+void ShmLink::publish(uint32_t bytes_and_flags, uint64_t tag) {
   SlotMeta& m = out_->meta[out_head_ % geo_.nslots];
-  m.bytes = static_cast<uint32_t>(bytes);
+  m.bytes = bytes_and_flags;
   m.tag = tag;
   ++out_head_;
-  m.seq.store(out_head_, std::memory_order_release);  // what the receiver polls
+  m.seq.store(out_head_, std::memory_order_release);       // what the receiver polls
   out_->head.store(out_head_, std::memory_order_seq_cst);  // what a sleeping receiver waits on
   wake_if_sleeping(out_->head, out_->recv_sleeping);
 }
 
-Message ShmLink::recv_peek(WaitMonitor& mon) {
+void ShmLink::send_commit(size_t bytes, uint64_t tag) { publish(static_cast<uint32_t>(bytes), tag); }
+
+void ShmLink::send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon) {
+  wait_credit(mon);
+  uint64_t addr = reinterpret_cast<uintptr_t>(src);
+  std::memcpy(out_->meta[out_head_ % geo_.nslots].inline_data, &addr, sizeof addr);
+  publish(static_cast<uint32_t>(bytes) | kDirect, tag);
+}
+
+void ShmLink::flush(WaitMonitor& mon) {
+  if (out_tail_seen_ == out_head_) return;
+  wait_until(mon, peer_, out_->tail, out_->send_sleeping, [&] {
+    out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
+    return out_tail_seen_ == out_head_;
+  });
+}
+
+void ShmLink::read_remote(void* dst, uint64_t addr, size_t bytes) const {
+  if (peer_pid_ == getpid()) {  // ranks that are threads of one process
+    kernels::copy_streaming(dst, reinterpret_cast<const void*>(addr), bytes);
+    return;
+  }
+  size_t done = 0;
+  while (done < bytes) {
+    iovec local{static_cast<char*>(dst) + done, bytes - done};
+    iovec remote{reinterpret_cast<void*>(addr + done), bytes - done};
+    ssize_t k = process_vm_readv(peer_pid_, &local, 1, &remote, 1, 0);
+    if (k <= 0) {
+      if (k < 0 && errno == EINTR) continue;
+      fail_errno("cross-memory read from rank " + std::to_string(peer_) + " (pid " + std::to_string(peer_pid_) + ")",
+                 k < 0 ? errno : EIO);
+    }
+    done += static_cast<size_t>(k);
+  }
+}
+
+Message ShmLink::recv_peek(WaitMonitor& mon, bool want_local) {
   const uint32_t i = in_tail_ % geo_.nslots;
   SlotMeta& m = in_->meta[i];
   const uint32_t want = in_tail_ + 1;
   wait_until(mon, peer_, in_->head, in_->recv_sleeping,
              [&] { return m.seq.load(std::memory_order_acquire) == want; });
-  const std::byte* data = m.bytes <= kInlineBytes ? m.inline_data : in_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
-  return Message{data, m.bytes, m.tag};
+  const size_t bytes = m.bytes & ~kDirect;
+  std::byte* slot = in_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
+  if (m.bytes & kDirect) {
+    if (!want_local) return Message{nullptr, bytes, m.tag};
+    uint64_t addr;
+    std::memcpy(&addr, m.inline_data, sizeof addr);
+    read_remote(slot, addr, bytes);  // the slot is free: the sender did not use it
+    return Message{slot, bytes, m.tag};
+  }
+  return Message{bytes <= kInlineBytes ? m.inline_data : slot, bytes, m.tag};
+}
+
+void ShmLink::recv_read(const Message& msg, void* dst) {
+  if (msg.data) {
+    kernels::copy_streaming(dst, msg.data, msg.bytes);
+    return;
+  }
+  uint64_t addr;
+  std::memcpy(&addr, in_->meta[in_tail_ % geo_.nslots].inline_data, sizeof addr);
+  read_remote(dst, addr, msg.bytes);
 }
 
 void ShmLink::recv_release() {
   in_->tail.store(++in_tail_, std::memory_order_seq_cst);
   wake_if_sleeping(in_->tail, in_->send_sleeping);
+}
+
+bool can_read_process(pid_t peer_pid, const void* remote_probe, uint64_t expect) {
+  if (peer_pid == getpid()) return true;
+  uint64_t got = 0;
+  iovec local{&got, sizeof got};
+  iovec remote{const_cast<void*>(remote_probe), sizeof got};
+  return process_vm_readv(peer_pid, &local, 1, &remote, 1, 0) == sizeof got && got == expect;
 }
 
 }  // namespace coral::transport::shm

@@ -41,6 +41,9 @@ class ShmDomain : public Domain {
   std::map<int, int> pids_;
 };
 
+// A known value at a known address: peers read it to learn whether cross-memory attach works.
+const uint64_t kProbe = 0xc0a1c0a1d15ea5e5ull;
+
 std::string segment_name(const std::string& prefix, int rank) {
   // Names must be short and free of '/': hash the communicator prefix.
   uint64_t h = 1469598103934665603ull;
@@ -64,19 +67,35 @@ ShmDomain::ShmDomain(const ConnectArgs& a) {
   geo_ = Geometry{slot, static_cast<uint32_t>(nslots), static_cast<int>(local.size())};
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
 
+  const uint64_t direct_min = config::get_bytes("CORAL_CMA_BYTES");
+  // Peers may read our memory (single-copy sends) even where Yama restricts ptrace to children.
+  prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+
   mine_ = Segment::create(segment_name(a.prefix, a.rank), geo_.total());
   std::string geo_str = std::to_string(slot) + "x" + std::to_string(nslots);
-  a.store->set(a.prefix + "/shm/" + std::to_string(a.rank), to_bytes(geo_str));
+  a.store->set(a.prefix + "/shm/" + std::to_string(a.rank),
+               to_bytes(geo_str + " " + std::to_string(reinterpret_cast<uintptr_t>(&kProbe))));
+  // Which peers' memory this rank can read, as ",3,5," (published so senders know).
+  std::string readable = ",";
   for (int q : a.targets) {
     std::string theirs = to_string(a.store->get(a.prefix + "/shm/" + std::to_string(q), timeout));
-    if (theirs != geo_str)
-      fail(coralInvalidUsage, "rank " + std::to_string(q) + " uses shared-memory slots " + theirs +
+    size_t sp = theirs.find(' ');
+    if (sp == std::string::npos || theirs.substr(0, sp) != geo_str)
+      fail(coralInvalidUsage, "rank " + std::to_string(q) + " uses shared-memory slots " + theirs.substr(0, sp) +
                                   " but this rank " + geo_str + ": set CORAL_SHM_* alike everywhere");
     theirs_.emplace(q, Segment::open(segment_name(a.prefix, q), geo_.total()));
+    auto probe = reinterpret_cast<const void*>(std::stoull(theirs.substr(sp + 1)));
+    if (can_read_process((*a.peers)[q].pid, probe, kProbe)) readable += std::to_string(q) + ",";
   }
+  a.store->set(a.prefix + "/cma/" + std::to_string(a.rank), to_bytes(readable));
   for (int q : a.targets) {
-    links_.emplace(q, std::make_unique<ShmLink>(q, geo_, mine_, local_index(a.rank), theirs_.at(q),
-                                                local_index(q)));
+    std::string theirs = to_string(a.store->get(a.prefix + "/cma/" + std::to_string(q), timeout));
+    bool q_reads_me = theirs.find("," + std::to_string(a.rank) + ",") != std::string::npos;
+    if (!q_reads_me && direct_min)
+      log::info(log::Shm, "shm: rank {} cannot read this process's memory: copies through slots", q);
+    links_.emplace(q, std::make_unique<ShmLink>(q, (*a.peers)[q].pid, geo_, mine_, local_index(a.rank),
+                                                theirs_.at(q), local_index(q),
+                                                direct_min && q_reads_me ? direct_min : SIZE_MAX));
     int pid = (*a.peers)[q].pid;
     pids_[q] = pid;
     if (pid != getpid()) {
