@@ -49,10 +49,20 @@ typedef enum {
   coralFloat64 = 8,
   coralDouble = 8,
   coralBfloat16 = 9,
-  coralNumTypes = 10
+  coralNumTypes = 10,
+  /* Keeps every int a valid value of the type (C++ callers), so bad values can be rejected. */
+  coralMaxDataType = 0x7fffffff
 } coralDataType_t;
 
-typedef enum { coralSum = 0, coralProd = 1, coralMax = 2, coralMin = 3, coralAvg = 4, coralNumOps = 5 } coralRedOp_t;
+typedef enum {
+  coralSum = 0,
+  coralProd = 1,
+  coralMax = 2,
+  coralMin = 3,
+  coralAvg = 4,
+  coralNumOps = 5,
+  coralMaxRedOp = 0x7fffffff /* as coralMaxDataType */
+} coralRedOp_t;
 
 #define CORAL_UNIQUE_ID_BYTES 128
 typedef struct {

@@ -157,7 +157,7 @@ inline std::string run_case(const Runner& run, int rank, int p, const Case& c) {
     // NCCL's in-place layouts: RS recv = send + rank*n; AG send = recv + rank*n.
     buf.assign(std::max(send_n, recv_n) * es + 1, 0xEE);
     size_t send_at = gather ? rank * n : 0, recv_at = scatter ? rank * n : 0;
-    std::memcpy(buf.data() + send_at * es, send.data(), send.size());
+    if (!send.empty()) std::memcpy(buf.data() + send_at * es, send.data(), send.size());
     sp = buf.data() + send_at * es;
     rp = buf.data() + recv_at * es;
   }

@@ -2,12 +2,50 @@
 // barrier. Exits non-zero with the first failure.
 #include <coral/coral.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/checks.h"
 
+// Before joining, rank 0 throws junk and a wrong secret at the job's store: both must be refused
+// without disturbing the job.
+static void poke_store() {
+  const char* root = std::getenv("CORAL_ROOT");
+  const char* rank = std::getenv("CORAL_RANK");
+  if (!root || !rank || std::string(rank) != "0") return;
+  std::string s(root);
+  size_t colon = s.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(s.substr(colon + 1))));
+  inet_pton(AF_INET, s.substr(0, colon).c_str(), &sa.sin_addr);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+      unsigned char junk[64];
+      for (size_t i = 0; i < sizeof junk; ++i) junk[i] = static_cast<unsigned char>(i * 37 + attempt);
+      if (attempt == 1) {  // a well-formed hello with a wrong secret
+        uint32_t hdr[4] = {0x314c5243u, 1u, 0u, 32u};
+        std::memcpy(junk, hdr, sizeof hdr);
+      }
+      (void)!write(fd, junk, attempt == 1 ? 48 : sizeof junk);
+      char c;
+      (void)!read(fd, &c, 1);  // the store answers "denied" or closes
+    }
+    close(fd);
+  }
+}
+
 int main() {
+  poke_store();
   coralComm_t comm;
   if (coralCommInitEnv(&comm) != coralSuccess) {
     std::fprintf(stderr, "init failed: %s\n", coralGetLastError(nullptr));

@@ -46,7 +46,7 @@ TEST_CASE("bad arguments are rejected with a message") {
   expect_invalid(coralAllReduce(nullptr, y, 4, coralFloat32, coralSum, comm, nullptr), comm, "sendbuff");
   expect_invalid(coralAllReduce(x, nullptr, 4, coralFloat32, coralSum, comm, nullptr), comm, "recvbuff");
   expect_invalid(coralAllReduce(x, y, 4, static_cast<coralDataType_t>(42), coralSum, comm, nullptr), comm, "datatype");
-  expect_invalid(coralAllReduce(x, y, 4, coralFloat32, static_cast<coralRedOp_t>(-1), comm, nullptr), comm, "op");
+  expect_invalid(coralAllReduce(x, y, 4, coralFloat32, static_cast<coralRedOp_t>(77), comm, nullptr), comm, "op");
   expect_invalid(coralAllReduce(x, y, SIZE_MAX / 2, coralFloat32, coralSum, comm, nullptr), comm, "overflow");
   expect_invalid(coralReduceScatter(x, y, SIZE_MAX / 4, coralFloat64, coralSum, comm, nullptr), comm, "overflow");
   expect_invalid(coralBroadcast(x, y, 4, coralFloat32, 1, comm, nullptr), comm, "root 1 is out of range");

@@ -3,6 +3,7 @@
 // Define CORAL_KERNEL_NS and CORAL_KERNEL_NAME before including.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/half.h"
@@ -57,73 +58,73 @@ struct OpMin {
   static T apply(T a, T b) { return a < b ? a : b; }
 };
 
+// Users pass buffers at any byte address: element i is read and written with memcpy, which is
+// defined for any alignment and compiles to plain (vector) loads and stores.
+template <class T>
+inline T ld(const void* p, size_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(p) + sizeof(T) * i, sizeof(T));
+  return v;
+}
+template <class T>
+inline void st(void* p, size_t i, T v) {
+  std::memcpy(static_cast<char*>(p) + sizeof(T) * i, &v, sizeof(T));
+}
+inline uint16_t ld16(const void* p, size_t i) { return ld<uint16_t>(p, i); }
+inline void st16(void* p, size_t i, uint16_t v) { st<uint16_t>(p, i, v); }
+
 template <class T, class Op>
 void reduce_native(void* dst, const void* a, const void* b, size_t n) {
   // Inputs may alias dst exactly, so no __restrict__; GCC versions the loop on overlap.
-  T* d = static_cast<T*>(dst);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
-  for (size_t i = 0; i < n; ++i) d[i] = Op::apply(x[i], y[i]);
+  for (size_t i = 0; i < n; ++i) st<T>(dst, i, Op::apply(ld<T>(a, i), ld<T>(b, i)));
 }
 
 // Half types accumulate in float and round once.
 template <class Op>
 void reduce_bf16(void* dst, const void* a, const void* b, size_t n) {
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  const uint16_t* x = static_cast<const uint16_t*>(a);
-  const uint16_t* y = static_cast<const uint16_t*>(b);
   for (size_t i = 0; i < n; ++i)
-    d[i] = float_to_bf16(Op::apply(bf16_to_float(x[i]), bf16_to_float(y[i])));
+    st16(dst, i, float_to_bf16(Op::apply(bf16_to_float(ld16(a, i)), bf16_to_float(ld16(b, i)))));
 }
 
 template <class Op>
 void reduce_f16(void* dst, const void* a, const void* b, size_t n) {
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  const uint16_t* x = static_cast<const uint16_t*>(a);
-  const uint16_t* y = static_cast<const uint16_t*>(b);
   size_t i = 0;
 #if defined(__F16C__) && defined(__AVX2__)
+  auto* d = static_cast<char*>(dst);
+  auto* x = static_cast<const char*>(a);
+  auto* y = static_cast<const char*>(b);
+#endif
+#if defined(__F16C__) && defined(__AVX2__)
   for (; i + 8 <= n; i += 8) {
-    __m256 fx = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
-    __m256 fy = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + i)));
+    __m256 fx = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 2 * i)));
+    __m256 fy = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + 2 * i)));
     __m256 r;
     if constexpr (std::is_same_v<Op, OpSum>) r = _mm256_add_ps(fx, fy);
     else if constexpr (std::is_same_v<Op, OpProd>) r = _mm256_mul_ps(fx, fy);
     else if constexpr (std::is_same_v<Op, OpMax>) r = _mm256_max_ps(fx, fy);  // fx > fy ? fx : fy
     else r = _mm256_min_ps(fx, fy);
     // min/max_ps return the second operand on ties/NaN; the scalar form matches that order.
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * i),
                      _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
 #endif
-  for (; i < n; ++i) d[i] = float_to_half(Op::apply(half_to_float(x[i]), half_to_float(y[i])));
+  for (; i < n; ++i) st16(dst, i, float_to_half(Op::apply(half_to_float(ld16(a, i)), half_to_float(ld16(b, i)))));
 }
 
 template <class T>
 void scale_native(void* dst, const void* src, size_t n, int divisor) {
-  T* d = static_cast<T*>(dst);
-  const T* s = static_cast<const T*>(src);
-  if constexpr (std::is_floating_point_v<T>) {
-    const T div = static_cast<T>(divisor);
-    for (size_t i = 0; i < n; ++i) d[i] = s[i] / div;
-  } else {
-    const T div = static_cast<T>(divisor);
-    for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(s[i] / div);
-  }
+  const T div = static_cast<T>(divisor);
+  for (size_t i = 0; i < n; ++i) st<T>(dst, i, static_cast<T>(ld<T>(src, i) / div));
 }
 
 inline void scale_f16(void* dst, const void* src, size_t n, int divisor) {
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  const uint16_t* s = static_cast<const uint16_t*>(src);
   const float div = static_cast<float>(divisor);
-  for (size_t i = 0; i < n; ++i) d[i] = float_to_half(half_to_float(s[i]) / div);
+  for (size_t i = 0; i < n; ++i) st16(dst, i, float_to_half(half_to_float(ld16(src, i)) / div));
 }
 
 inline void scale_bf16(void* dst, const void* src, size_t n, int divisor) {
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  const uint16_t* s = static_cast<const uint16_t*>(src);
   const float div = static_cast<float>(divisor);
-  for (size_t i = 0; i < n; ++i) d[i] = float_to_bf16(bf16_to_float(s[i]) / div);
+  for (size_t i = 0; i < n; ++i) st16(dst, i, float_to_bf16(bf16_to_float(ld16(src, i)) / div));
 }
 
 template <class T>
