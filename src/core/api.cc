@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "core/bootstrap/launcher_env.h"
+#include "core/api_internal.h"
 #include "core/bootstrap/tcp_store.h"
 #include "core/communicator.h"
 #include "core/config.h"
@@ -170,6 +171,10 @@ coralResult_t nonblocking(const char* fn, coralComm* comm, Coll coll, const void
 }
 
 }  // namespace
+
+namespace coral {
+Communicator& unwrap(coralComm_t comm) { return need(comm); }
+}  // namespace coral
 
 extern "C" {
 

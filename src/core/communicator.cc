@@ -159,7 +159,7 @@ void Communicator::execute(Call& c) {
   a.rank = rank_;
   a.nranks = nranks_;
   const size_t es = kernels::dtype_size(a.dtype);
-  a.chunk = std::max<size_t>(1, (max_message_ == SIZE_MAX ? (1u << 20) : max_message_) / es);
+  a.chunk = std::max<size_t>(1, chunk_bytes() / es);
   sched::Algo algo = choose(a);
   uint64_t salt;
   if (a.coll == sched::Coll::Send) salt = p2p_seq_send_[a.root]++;

@@ -45,6 +45,8 @@ class Communicator {
   std::shared_ptr<Request> submit(Call call);
   // Returns the algorithm the tuner would use (for tools and tests).
   sched::Algo choose(const sched::CollArgs& args) const;
+  // Bytes per message the schedules are cut into (the pipelining chunk).
+  size_t chunk_bytes() const { return max_message_ == SIZE_MAX ? (1u << 20) : max_message_; }
   // Marks the communicator failed and tells local peers.
   void abort(const std::string& why);
   coralResult_t async_error() const;

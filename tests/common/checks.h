@@ -1,7 +1,5 @@
-// Collective correctness checks shared by the thread-ranks test and the coral-run test program.
-// Inputs are integers chosen so every reduction is exact in every dtype (bf16 included), so the
-// expected result is known whatever the reduction order; values repeat with period 110 in the
-// global index, which keeps the expected-value computation cheap for 1M-element buffers.
+// Collective correctness checks shared by the thread-ranks test and the coral-run test program,
+// over the exact-valued inputs of bench/common/exact_values.h.
 #pragma once
 #include <coral/coral.h>
 
@@ -11,121 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/half.h"
+#include "bench/common/exact_values.h"
 
 namespace checks {
 
-enum class Coll { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+using namespace exact;
 
 // Runs one collective; returns its result code (the harness supplies C API or internal calls).
 using Runner = std::function<coralResult_t(Coll, const void* send, void* recv, size_t count,
                                            coralDataType_t, coralRedOp_t, int root)>;
-
-inline size_t size_of(coralDataType_t t) {
-  switch (t) {
-    case coralInt8: case coralUint8: return 1;
-    case coralFloat16: case coralBfloat16: return 2;
-    case coralInt32: case coralUint32: case coralFloat32: return 4;
-    default: return 8;
-  }
-}
-
-inline int64_t value(int rank, size_t index, coralRedOp_t op) {
-  if (op == coralProd) return 1 + static_cast<int64_t>((rank + index) % 2);
-  if (op == coralMax || op == coralMin) return static_cast<int64_t>((rank * 7 + index * 3) % 11) - 5;
-  return static_cast<int64_t>(rank + 1) * static_cast<int64_t>(index % 5 + 1) - 3;
-}
-
-// Typed scalar arithmetic with the library's documented semantics (integers wrap, avg = sum
-// then divide, halves computed in float and rounded once).
-struct Val {
-  coralDataType_t t;
-  int64_t i = 0;   // integers, kept wrapped to the type
-  double f = 0;    // floating types
-
-  bool is_float() const { return t == coralFloat16 || t == coralBfloat16 || t == coralFloat32 || t == coralFloat64; }
-  static Val of(coralDataType_t t, int64_t v) {
-    Val x{t};
-    x.i = v;
-    x.f = static_cast<double>(v);
-    x.wrap();
-    return x;
-  }
-  void wrap() {
-    switch (t) {
-      case coralInt8: i = static_cast<int8_t>(i); break;
-      case coralUint8: i = static_cast<uint8_t>(i); break;
-      case coralInt32: i = static_cast<int32_t>(i); break;
-      case coralUint32: i = static_cast<uint32_t>(i); break;
-      default: break;
-    }
-  }
-  bool is_unsigned() const { return t == coralUint8 || t == coralUint32 || t == coralUint64; }
-  Val combine(const Val& o, coralRedOp_t op) const {
-    Val r = *this;
-    if (is_float()) {
-      if (op == coralProd) r.f = f * o.f;
-      else if (op == coralMax) r.f = f > o.f ? f : o.f;
-      else if (op == coralMin) r.f = f < o.f ? f : o.f;
-      else r.f = f + o.f;
-      return r;
-    }
-    uint64_t a = static_cast<uint64_t>(i), b = static_cast<uint64_t>(o.i);
-    bool less = is_unsigned() ? a < b : i < o.i;
-    if (op == coralProd) r.i = static_cast<int64_t>(a * b);
-    else if (op == coralMax) r.i = less ? o.i : i;
-    else if (op == coralMin) r.i = less ? i : o.i;
-    else r.i = static_cast<int64_t>(a + b);
-    r.wrap();
-    return r;
-  }
-  void average(int p) {
-    if (!is_float()) {
-      if (is_unsigned()) i = static_cast<int64_t>(static_cast<uint64_t>(i) / static_cast<uint64_t>(p));
-      else i = i / p;
-      return;
-    }
-    if (t == coralFloat64) f = f / p;
-    else if (t == coralFloat32) f = static_cast<float>(f) / static_cast<float>(p);
-    else if (t == coralFloat16) f = coral::kernels::half_to_float(coral::kernels::float_to_half(static_cast<float>(f) / p));
-    else f = coral::kernels::bf16_to_float(coral::kernels::float_to_bf16(static_cast<float>(f) / p));
-  }
-  void store(void* p) const {
-    using namespace coral::kernels;
-    switch (t) {
-      case coralInt8: case coralUint8: { uint8_t v = static_cast<uint8_t>(i); std::memcpy(p, &v, 1); break; }
-      case coralInt32: case coralUint32: { uint32_t v = static_cast<uint32_t>(i); std::memcpy(p, &v, 4); break; }
-      case coralInt64: case coralUint64: std::memcpy(p, &i, 8); break;
-      case coralFloat16: { uint16_t v = float_to_half(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
-      case coralBfloat16: { uint16_t v = float_to_bf16(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
-      case coralFloat32: { float v = static_cast<float>(f); std::memcpy(p, &v, 4); break; }
-      default: std::memcpy(p, &f, 8);
-    }
-  }
-};
-
-constexpr size_t kPeriod = 110;
-
-inline void fill(std::vector<uint8_t>& buf, int rank, size_t n, coralDataType_t t, coralRedOp_t op) {
-  const size_t es = size_of(t);
-  buf.resize(n * es);
-  uint8_t pattern[kPeriod * 8];
-  for (size_t k = 0; k < kPeriod; ++k) Val::of(t, value(rank, k, op)).store(pattern + k * es);
-  for (size_t i = 0; i < n; ++i) std::memcpy(buf.data() + i * es, pattern + (i % kPeriod) * es, es);
-}
-
-// Expected reduction of global index g (mod kPeriod) over all ranks.
-inline std::vector<uint8_t> reduced_table(int p, coralDataType_t t, coralRedOp_t op) {
-  const size_t es = size_of(t);
-  std::vector<uint8_t> tab(kPeriod * es);
-  for (size_t k = 0; k < kPeriod; ++k) {
-    Val acc = Val::of(t, value(0, k, op));
-    for (int r = 1; r < p; ++r) acc = acc.combine(Val::of(t, value(r, k, op)), op);
-    if (op == coralAvg && p > 1) acc.average(p);  // sums are exact, so no rounding before it
-    acc.store(tab.data() + k * es);
-  }
-  return tab;
-}
 
 struct Case {
   Coll coll;
@@ -163,25 +55,8 @@ inline std::string run_case(const Runner& run, int rank, int p, const Case& c) {
   }
   coralResult_t rc = run(c.coll, sp, rp, n, c.t, c.op, c.root);
   if (rc != coralSuccess) return describe(c) + ": returned " + coralGetErrorString(rc);
-  const uint8_t* got = static_cast<const uint8_t*>(rp);
-  std::vector<uint8_t> tab = reduced_table(p, c.t, c.op);
-  for (size_t j = 0; j < recv_n; ++j) {
-    uint8_t want[8];
-    switch (c.coll) {
-      case Coll::AllReduce: std::memcpy(want, &tab[(j % kPeriod) * es], es); break;
-      case Coll::Reduce:
-        if (rank != c.root) return "";
-        std::memcpy(want, &tab[(j % kPeriod) * es], es);
-        break;
-      case Coll::ReduceScatter: std::memcpy(want, &tab[((rank * n + j) % kPeriod) * es], es); break;
-      case Coll::AllGather:
-        Val::of(c.t, value(static_cast<int>(j / (n ? n : 1)), j % (n ? n : 1), coralSum)).store(want);
-        break;
-      case Coll::Broadcast: Val::of(c.t, value(c.root, j, coralSum)).store(want); break;
-    }
-    if (std::memcmp(want, got + j * es, es) != 0)
-      return describe(c) + ": rank " + std::to_string(rank) + " element " + std::to_string(j) + " is wrong";
-  }
+  size_t wrong = count_wrong(c.coll, rank, p, c.t, c.op, c.root, n, rp);
+  if (wrong) return describe(c) + ": rank " + std::to_string(rank) + ": " + std::to_string(wrong) + " elements wrong";
   if (!c.in_place && recv[recv_n * es] != 0xEE) return describe(c) + ": wrote past the end of recvbuff";
   return "";
 }

@@ -1,0 +1,203 @@
+// coral-bench: `coral-run -n P coral-bench [flags]` (or under mpirun, srun, torchrun).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "bench/coral-bench/report.h"
+#include "collectives/registry.h"
+#include "core/api_internal.h"
+#include "core/error.h"
+
+using namespace bench;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+coralComm_t g_comm = nullptr;
+
+void check(coralResult_t rc, const char* what) {
+  if (rc == coralSuccess) return;
+  std::fprintf(stderr, "coral-bench: %s failed: %s: %s\n", what, coralGetErrorString(rc), coralGetLastError(g_comm));
+  std::exit(3);
+}
+
+coralResult_t run_coll(const Options& o, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op) {
+  switch (o.coll) {
+    case exact::Coll::AllReduce: return coralAllReduce(s, r, n, t, op, g_comm, nullptr);
+    case exact::Coll::ReduceScatter: return coralReduceScatter(s, r, n, t, op, g_comm, nullptr);
+    case exact::Coll::AllGather: return coralAllGather(s, r, n, t, g_comm, nullptr);
+    case exact::Coll::Broadcast: return coralBroadcast(s, r, n, t, o.root, g_comm, nullptr);
+    case exact::Coll::Reduce: return coralReduce(s, r, n, t, op, o.root, g_comm, nullptr);
+  }
+  return coralInternalError;
+}
+
+// Combines one value over ranks as -a asks: rank 0's, the mean, the min or the max.
+double aggregate(const Options& o, double v, int nranks) {
+  double out = v;
+  if (o.average == 0) check(coralBroadcast(&v, &out, 1, coralFloat64, 0, g_comm, nullptr), "broadcast");
+  else if (o.average == 1) check(coralAllReduce(&v, &out, 1, coralFloat64, coralSum, g_comm, nullptr), "allreduce"), out /= nranks;
+  else check(coralAllReduce(&v, &out, 1, coralFloat64, o.average == 2 ? coralMin : coralMax, g_comm, nullptr), "allreduce");
+  return out;
+}
+
+// Point-to-point bandwidth rank 0 -> rank 1 over the same transport the collectives use.
+Bound measure_bound(int rank, int nranks, size_t max_bytes) {
+  Bound b;
+  if (nranks < 2) return b;
+  const size_t bytes = std::min<size_t>(std::max<size_t>(max_bytes, 4u << 20), 64u << 20);
+  std::vector<char> buf(bytes, 1);
+  char ack = 0;
+  double gbps = 0;
+  const int reps = 5;
+  if (rank == 0) {
+    check(coralSend(buf.data(), bytes, coralUint8, 1, g_comm, nullptr), "send");
+    check(coralRecv(&ack, 1, coralUint8, 1, g_comm, nullptr), "recv");
+    auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) check(coralSend(buf.data(), bytes, coralUint8, 1, g_comm, nullptr), "send");
+    check(coralRecv(&ack, 1, coralUint8, 1, g_comm, nullptr), "recv");
+    gbps = bytes * reps / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
+  } else if (rank == 1) {
+    check(coralRecv(buf.data(), bytes, coralUint8, 0, g_comm, nullptr), "recv");
+    check(coralSend(&ack, 1, coralUint8, 0, g_comm, nullptr), "send");
+    for (int i = 0; i < reps; ++i) check(coralRecv(buf.data(), bytes, coralUint8, 0, g_comm, nullptr), "recv");
+    check(coralSend(&ack, 1, coralUint8, 0, g_comm, nullptr), "send");
+  }
+  check(coralBroadcast(&gbps, &gbps, 1, coralFloat64, 0, g_comm, nullptr), "broadcast");
+  b.gbps = gbps;
+  b.what = "shm point-to-point, rank 0 -> rank 1";
+  return b;
+}
+
+std::vector<std::string> rank_lines(int rank, int nranks) {
+  char mine[128] = {0}, host[64] = {0};
+  gethostname(host, sizeof host - 1);
+  std::snprintf(mine, sizeof mine, "#  Rank %2d Group  0 Pid %6d on %10s device  0 [host] CPU memory", rank,
+                static_cast<int>(getpid()), host);
+  std::vector<char> all(128 * static_cast<size_t>(nranks));
+  check(coralAllGather(mine, all.data(), 128, coralUint8, g_comm, nullptr), "allgather");
+  std::vector<std::string> out;
+  for (int r = 0; r < nranks; ++r) out.emplace_back(all.data() + 128 * r);
+  return out;
+}
+
+struct Buffers {
+  std::vector<uint8_t> send, recv, inplace, input;
+};
+
+// Times iters calls and checks one fresh call. Returns the timing on this rank (wrong: local).
+Timing measure(const Options& o, Buffers& b, bool in_place, size_t n, coralDataType_t t, coralRedOp_t op,
+               int rank, int nranks, size_t seed) {
+  const size_t es = exact::size_of(t);
+  const bool rs = o.coll == exact::Coll::ReduceScatter, ag = o.coll == exact::Coll::AllGather;
+  const size_t send_n = rs ? n * nranks : n, recv_n = ag ? n * nranks : n;
+  coralRedOp_t fill_op = (ag || o.coll == exact::Coll::Broadcast) ? coralSum : op;
+  exact::fill(b.input, rank, send_n, t, fill_op, seed);
+  uint8_t *sp = b.send.data(), *rp = b.recv.data();
+  if (in_place) {
+    sp = b.inplace.data() + (ag ? rank * n * es : 0);
+    rp = b.inplace.data() + (rs ? rank * n * es : 0);
+  }
+  auto load = [&] { if (send_n) std::memcpy(sp, b.input.data(), send_n * es); };
+  load();
+  for (int i = 0; i < o.warmup; ++i) check(run_coll(o, sp, rp, n, t, op), o.coll_name.c_str());
+  check(coralBarrier(g_comm), "barrier");
+  auto t0 = Clock::now();
+  for (int i = 0; i < o.iters; ++i) check(run_coll(o, sp, rp, n, t, op), o.coll_name.c_str());
+  double sec = std::chrono::duration<double>(Clock::now() - t0).count() / o.iters;
+  Timing tm;
+  tm.time_us = aggregate(o, sec, nranks) * 1e6;
+  if (o.check) {
+    load();  // in place, the timed calls consumed their input
+    check(run_coll(o, sp, rp, n, t, op), o.coll_name.c_str());
+    if (o.inject_error && rank == 0 && recv_n) rp[0] ^= 0x5a;
+    size_t wrong = exact::count_wrong(o.coll, rank, nranks, t, op, o.root, n, rp, seed), total = 0;
+    check(coralAllReduce(&wrong, &total, 1, coralUint64, coralSum, g_comm, nullptr), "allreduce");
+    tm.wrong = total;
+  }
+  (void)recv_n;
+  return tm;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse_options(argc, argv);
+  if (o.algo != "auto") {
+    try {
+      coral::sched::parse_algo(o.algo);
+    } catch (const coral::Error& e) {
+      std::fprintf(stderr, "coral-bench: --algo: %s\n", e.what());
+      return 2;
+    }
+    setenv("CORAL_ALGO", o.algo.c_str(), 1);
+  }
+  if (o.timeout_s > 0) setenv("CORAL_TIMEOUT", std::to_string(o.timeout_s).c_str(), 1);
+  check(coralCommInitEnv(&g_comm), "coralCommInitEnv");
+  int rank, nranks;
+  check(coralCommUserRank(g_comm, &rank), "rank");
+  check(coralCommCount(g_comm, &nranks), "count");
+  if ((o.coll == exact::Coll::Broadcast || o.coll == exact::Coll::Reduce) && o.root >= nranks) {
+    if (rank == 0) std::fprintf(stderr, "coral-bench: -r %d is not a rank (there are %d)\n", o.root, nranks);
+    return 2;
+  }
+  auto lines = rank_lines(rank, nranks);
+  Bound bound = measure_bound(rank, nranks, o.max_bytes);
+  if (rank == 0) print_header(o, nranks, lines, bound);
+
+  std::vector<Row> rows;
+  const bool has_root = o.coll == exact::Coll::Broadcast || o.coll == exact::Coll::Reduce;
+  const bool split = o.coll == exact::Coll::ReduceScatter || o.coll == exact::Coll::AllGather;
+  size_t seed = 0;
+  for (coralDataType_t t : o.types) {
+    const size_t es = exact::size_of(t);
+    Buffers b;
+    b.send.resize(o.max_bytes + es);
+    b.recv.resize(o.max_bytes + es);
+    b.inplace.resize(o.max_bytes + es);
+    for (coralRedOp_t op : o.ops)
+      for (size_t size : o.sizes()) {
+        size_t count = size / es;
+        size_t n = split ? count / nranks : count;  // the per-call count argument
+        if (split) count = n * nranks;
+        const size_t bytes = count * es;
+        Row r{bytes, count, type_name(t), op_name(op), has_root ? o.root : -1, {}, {}, {}, 0, 0};
+        for (bool ip : {false, true}) {
+          Timing tm = measure(o, b, ip, n, t, op, rank, nranks, seed++);
+          tm.algbw = tm.time_us > 0 ? bytes / (tm.time_us * 1e-6) / 1e9 : 0;
+          tm.busbw = tm.algbw * bus_factor(o.coll, nranks);
+          (ip ? r.ip : r.oop) = tm;
+        }
+        coral::sched::CollArgs a;
+        const coral::sched::Coll colls[] = {coral::sched::Coll::AllReduce, coral::sched::Coll::ReduceScatter,
+                                            coral::sched::Coll::AllGather, coral::sched::Coll::Broadcast,
+                                            coral::sched::Coll::Reduce};
+        a.coll = colls[static_cast<int>(o.coll)];
+        a.count = n;
+        a.dtype = t;
+        a.op = op;
+        a.nranks = nranks;
+        r.algo = coral::sched::algo_name(coral::unwrap(g_comm).choose(a));
+        r.chunk_bytes = coral::unwrap(g_comm).chunk_bytes();
+        r.bound_pct = bound.gbps > 0 ? 100.0 * r.oop.busbw / bound.gbps : 0;
+        rows.push_back(r);
+        if (rank == 0) print_row(o, r);
+      }
+  }
+  if (rank == 0) {
+    print_footer(o, rows);
+    if (!o.json.empty()) write_json(o, nranks, bound, rows);
+    if (!o.plot.empty()) {
+      std::string err = write_plot(o, nranks, bound, rows);
+      if (!err.empty()) std::fprintf(stderr, "coral-bench: --plot: %s\n", err.c_str());
+    }
+  }
+  size_t wrong = total_wrong(rows);
+  coralCommDestroy(g_comm);
+  return wrong ? 1 : 0;
+}
