@@ -120,7 +120,7 @@ std::string write_plot(const Options& o, int nranks, const Bound& b, const std::
   std::string script = o.plot + ".gp";
   {
     std::ofstream g(script);
-    g << "set terminal pngcairo size 900,560 enhanced font 'sans,11'\n"
+    g << "set terminal pngcairo size 900,560 noenhanced font 'sans,11'\n"
       << "set output '" << o.plot << "'\n"
       << "set title 'coral-bench " << o.coll_name << ", " << nranks << " ranks'\n"
       << "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'message size (bytes)'\n"

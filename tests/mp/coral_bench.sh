@@ -1,0 +1,52 @@
+#!/bin/bash
+# coral-bench: nccl-tests-compatible output for every collective, the checker catching a
+# corrupted result, flag validation, JSON/CSV/plot outputs.
+set -u
+run=$1 bench=$2
+here=$(dirname "$0")
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+quick=(-b 8 -e 1M -f 8 -n 3 -w 1)
+
+for coll in allreduce reducescatter allgather broadcast reduce; do
+  out=$("$run" -n 3 --no-prefix "$bench" -t "$coll" "${quick[@]}" -r 1) || fail "$coll: exit $?: $out"
+  echo "$out" | python3 "$here/parse_nccl.py" 3 "$coll" || fail "$coll output"
+done
+out=$("$run" -n 2 --no-prefix "$bench" -b 4K -e 4K -d all -o all -n 2 -w 1) || fail "all types and ops: $out"
+echo "$out" | python3 "$here/parse_nccl.py" 2 allreduce || fail "all types/ops output"
+[ "$(echo "$out" | grep -vc '^#')" -eq 50 ] || fail "expected 10 dtypes x 5 ops rows"
+
+# A corrupted result is caught: #wrong > 0, FAILED footer, non-zero exit.
+out=$("$run" -n 2 --no-prefix "$bench" -b 1K -e 1K -n 2 -w 1 --inject-error 2>&1); rc=$?
+[ $rc -ne 0 ] || fail "corrupted result gave exit 0"
+echo "$out" | grep -q "# Out of bounds values : [1-9][0-9]* FAILED" || fail "corruption not reported: $out"
+
+# JSON, CSV, plot.
+"$run" -n 2 --no-prefix "$bench" "${quick[@]}" -J "$tmp/r.json" --plot "$tmp/r.png" > /dev/null || fail "json/plot run"
+python3 -c "import json,sys; j=json.load(open('$tmp/r.json')); assert j['nranks']==2 and len(j['results'])==6 and j['out_of_bounds']==0, j" \
+  || fail "JSON content"
+if command -v gnuplot >/dev/null; then
+  head -c 4 "$tmp/r.png" | od -c | grep -q "P   N   G" || fail "--plot wrote no PNG"
+fi
+csv=$("$run" -n 2 --no-prefix "$bench" "${quick[@]}" --csv) || fail "csv run"
+[ "$(echo "$csv" | head -1 | cut -d, -f1-5)" = "size,count,type,redop,root" ] || fail "CSV header: $csv"
+[ "$(echo "$csv" | wc -l)" -eq 7 ] || fail "CSV rows: $csv"
+
+# Bad flags: a clear message naming the flag, exit 2, no hang.
+check_bad() {
+  local want=$1; shift
+  local msg
+  msg=$("$run" -n 1 --no-prefix "$bench" "$@" 2>&1); local rc=$?
+  [ $rc -ne 0 ] || fail "accepted: $*"
+  echo "$msg" | grep -q -- "$want" || fail "message for '$*' lacks '$want': $msg"
+}
+check_bad "-b '12Q'" -b 12Q
+check_bad "-e '1X'" -e 1X
+check_bad "-d 'float128'" -d float128
+check_bad "-o 'mean'" -o mean
+check_bad "is larger than -e" -b 1M -e 1K
+check_bad "-t 'alltoall'" -t alltoall
+check_bad "unknown algorithm 'magic'" --algo magic
+check_bad "-c must be 0 or 1" -c 7
+echo "coral-bench ok"
