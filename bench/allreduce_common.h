@@ -33,6 +33,57 @@ static void bench_print(const char* lib, int p, size_t bytes, double seconds) {
   fflush(stdout);
 }
 
+/* Inputs are rank + i % 7, so every element of the sum is known exactly: returns the number of
+ * wrong elements of out. */
+static size_t bench_wrong(const float* out, size_t count, int p) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; i++) wrong += out[i] != (float)(p * (p - 1) / 2 + p * (int)(i % 7));
+  return wrong;
+}
+
+/* The library under test: a float32 sum all-reduce, a max-reduction of one double (to agree on
+ * iteration counts and report the slowest rank) and a barrier; each returns 0 on success. */
+typedef struct {
+  const char* name;
+  int rank, nranks;
+  int (*allreduce)(void* ctx, const float* in, float* out, size_t count);
+  int (*max)(void* ctx, double in, double* out);
+  int (*barrier)(void* ctx);
+  void* ctx;
+} bench_lib;
+
+static size_t bench_sizes(int argc, char** argv, size_t* out, size_t max);
+
+/* The whole measurement for every size in argv; returns the process exit status. */
+static int bench_main(const bench_lib* lib, int argc, char** argv) {
+  size_t sizes[64];
+  size_t ns = bench_sizes(argc, argv, sizes, 64);
+  for (size_t s = 0; s < ns; s++) {
+    size_t count = sizes[s] / 4 ? sizes[s] / 4 : 1;
+    float* in = malloc(count * 4);
+    float* out = malloc(count * 4);
+    int err = 0;
+    for (size_t i = 0; i < count; i++) in[i] = (float)(lib->rank + i % 7);
+    for (int w = 0; w < 3; w++) err |= lib->allreduce(lib->ctx, in, out, count);
+    double c0 = bench_now(), calmax = 0, tmax = 0;
+    for (int w = 0; w < 3; w++) err |= lib->allreduce(lib->ctx, in, out, count);
+    err |= lib->max(lib->ctx, (bench_now() - c0) / 3, &calmax);
+    int iters = bench_iters(calmax);
+    err |= lib->barrier(lib->ctx);
+    double t0 = bench_now();
+    for (int it = 0; it < iters && !err; it++) err |= lib->allreduce(lib->ctx, in, out, count);
+    err |= lib->max(lib->ctx, (bench_now() - t0) / iters, &tmax);
+    if (err || bench_wrong(out, count, lib->nranks)) {
+      fprintf(stderr, "%s: %s all-reduce at %zu bytes\n", lib->name, err ? "failed" : "wrong", count * 4);
+      return 1;
+    }
+    if (lib->rank == 0) bench_print(lib->name, lib->nranks, count * 4, tmax);
+    free(in);
+    free(out);
+  }
+  return 0;
+}
+
 /* Sizes from argv (bytes), else the default list. */
 static size_t bench_sizes(int argc, char** argv, size_t* out, size_t max) {
   size_t n = 0;

@@ -9,5 +9,5 @@ build=${BUILD_DIR:-build}
 run="$build/tools/coral-run/coral-run"
 echo "== demo: all-reduce on 4 local ranks"
 "$run" -n 4 "$build/examples/hello"
-echo "== benchmark: float32 sum all-reduce"
-for p in 2 4; do "$run" -n "$p" --no-prefix "$build/bench/coral-allreduce-bench" 8 65536 1048576 16777216; done
+echo "== benchmark: float32 sum all-reduce, 4 ranks"
+"$run" -n 4 --no-prefix "$build/bench/coral-bench" -b 8 -e 16M -f 8 -n 10 -w 2
