@@ -4,7 +4,6 @@
 
 #include <deque>
 #include <optional>
-#include <set>
 #include <stdexcept>
 
 namespace coral::sched {
@@ -41,7 +40,12 @@ struct RankState {
   Schedule sched;
   std::vector<Elem> mem;
   std::vector<Elem> scratch;
-  std::set<const Elem*> pinned;  // sources of stable_src sends: must not be written again
+  std::vector<uint8_t> pinned;  // per mem element: source of a stable_src send, never written again
+  uint8_t& pin(const Elem& e) {
+    static uint8_t none = 0;
+    size_t i = static_cast<size_t>(&e - mem.data());
+    return i < mem.size() ? pinned[i] : (none = 0);
+  }
   size_t send_at = 0, send_len = 0, recv_at = 0, recv_len = 0;
   size_t pc = 0;
   Elem& at(Ref r, size_t i) {
@@ -97,9 +101,9 @@ struct Sim {
     try {
       if (s.dst.buf != Buf::None)
         for (size_t i = 0; i < s.count; ++i)
-          if (rs.pinned.count(&rs.at(s.dst, i))) e = "overwrites the source of an earlier in-place (stable_src) send";
+          if (rs.pin(rs.at(s.dst, i))) e = "overwrites the source of an earlier in-place (stable_src) send";
       if (s.kind == OpKind::Send && s.stable_src)
-        for (size_t i = 0; i < s.count; ++i) rs.pinned.insert(&rs.at(s.src, i));
+        for (size_t i = 0; i < s.count; ++i) rs.pin(rs.at(s.src, i)) = 1;
       for (size_t i = 0; i < s.count; ++i) {
         switch (s.kind) {
           case OpKind::Send: outmsg.push_back(rs.at(s.src, i)); break;
@@ -164,6 +168,7 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
       if (args.coll == Coll::AllGather) rs.send_at = r * n;
     }
     for (size_t i = 0; i < rs.send_len; ++i) rs.mem[rs.send_at + i] = Elem{input_key(r, i), 1, 0, false};
+    rs.pinned.assign(rs.mem.size(), 0);
   }
   // Round-robin until nobody can move.
   for (bool moved = true; moved && sim.err.empty();) {

@@ -34,6 +34,7 @@ TEST_CASE("ring reduce-scatter, all-gather and all-reduce hold for P = 1..64") {
   for (int p = 1; p <= 64; ++p)
     for (size_t n : counts_for(p))
       for (size_t chunk : {size_t(1), size_t(4), size_t(1) << 20}) {
+        if (chunk == 1 && p > 16) continue;  // one element per message: P*count steps, slow
         for (bool ip : {false, true}) {
           check(Coll::AllReduce, Algo::Ring, p, n, chunk, coralSum, ip);
           check(Coll::ReduceScatter, Algo::Ring, p, n, chunk, coralSum, ip);
