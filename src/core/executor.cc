@@ -94,7 +94,7 @@ struct Runner {
         transport::Message m = receive(st.peer, bytes);
         std::byte* out = reserve(st.peer_out, bytes);
         reduce(out, m.data, ptr(st.src), st.count);
-        if (st.dst.buf != sched::Buf::None) std::memcpy(ptr(st.dst), out, bytes);
+        if (st.dst.buf != sched::Buf::None && bytes) std::memcpy(ptr(st.dst), out, bytes);
         link(st.peer_out).send_commit(bytes, x.tag);
         link(st.peer).recv_release();
         break;
@@ -102,9 +102,9 @@ struct Runner {
       case OpKind::RecvCopySend: {
         transport::Message m = receive(st.peer, bytes);
         std::byte* out = reserve(st.peer_out, bytes);
-        std::memcpy(out, m.data, bytes);
+        if (bytes) std::memcpy(out, m.data, bytes);
         link(st.peer_out).send_commit(bytes, x.tag);
-        if (st.dst.buf != sched::Buf::None) std::memcpy(ptr(st.dst), m.data, bytes);
+        if (st.dst.buf != sched::Buf::None && bytes) std::memcpy(ptr(st.dst), m.data, bytes);
         link(st.peer).recv_release();
         break;
       }

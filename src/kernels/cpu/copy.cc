@@ -9,6 +9,7 @@
 namespace coral::kernels {
 
 void copy_streaming(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;  // empty messages carry no buffer (src may be null)
 #if defined(__x86_64__)
   auto* d = static_cast<char*>(dst);
   auto* s = static_cast<const char*>(src);
