@@ -3,10 +3,15 @@
 # the installed coral-run; and check libcoral.so exports only the C API.
 set -eu
 src=$1 build=$2
+opt() { meson introspect "$build" --buildoptions | python3 -c "import json,sys; print([o['value'] for o in json.load(sys.stdin) if o['name']=='$1'][0])"; }
+if [ "$(opt b_sanitize)" != "none" ]; then
+  echo "SKIP: a sanitizer build's libcoral.so needs the sanitizer runtime loaded first"
+  exit 77
+fi
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 meson install -C "$build" --destdir "$stage" >/dev/null
-prefix=$(meson introspect "$build" --buildoptions | python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
+prefix=$(opt prefix)
 root="$stage$prefix"
 libdir=$(dirname "$(find "$root" -name 'libcoral.so' | head -1)")
 pc=$(find "$root" -name coral.pc | head -1)
