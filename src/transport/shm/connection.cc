@@ -9,6 +9,19 @@
 #include "core/error.h"
 #include "kernels/copy.h"
 
+// ThreadSanitizer tracks synchronisation by address, but ranks that are threads map each other's
+// segments at different addresses, so it cannot see the FIFO's release/acquire pairs. Data read
+// by reference from the sender's own memory is the one place that matters: annotate it there.
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#define CORAL_TSAN_ACQUIRE(p) __tsan_acquire(reinterpret_cast<void*>(p))
+#define CORAL_TSAN_RELEASE(p) __tsan_release(reinterpret_cast<void*>(p))
+#else
+#define CORAL_TSAN_ACQUIRE(p) ((void)(p))
+#define CORAL_TSAN_RELEASE(p) ((void)(p))
+#endif
+
 namespace coral::transport::shm {
 
 namespace {
@@ -57,19 +70,25 @@ void ShmLink::send_commit(size_t bytes, uint64_t tag) { publish(static_cast<uint
 void ShmLink::send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon) {
   wait_credit(mon);
   uint64_t addr = reinterpret_cast<uintptr_t>(src);
+  CORAL_TSAN_RELEASE(addr);
+  unflushed_.push_back(addr);
   std::memcpy(out_->meta[out_head_ % geo_.nslots].inline_data, &addr, sizeof addr);
   publish(static_cast<uint32_t>(bytes) | kDirect, tag);
 }
 
 void ShmLink::flush(WaitMonitor& mon) {
-  if (out_tail_seen_ == out_head_) return;
-  wait_until(mon, peer_, out_->tail, out_->send_sleeping, [&] {
-    out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
-    return out_tail_seen_ == out_head_;
-  });
+  if (out_tail_seen_ != out_head_)
+    wait_until(mon, peer_, out_->tail, out_->send_sleeping, [&] {
+      out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
+      return out_tail_seen_ == out_head_;
+    });
+  for (uint64_t a : unflushed_) CORAL_TSAN_ACQUIRE(a);  // the receiver is done reading them
+  unflushed_.clear();
 }
 
-void ShmLink::read_remote(void* dst, uint64_t addr, size_t bytes) const {
+void ShmLink::read_remote(void* dst, uint64_t addr, size_t bytes) {
+  CORAL_TSAN_ACQUIRE(addr);
+  read_from_ = addr;
   if (peer_pid_ == getpid()) {  // ranks that are threads of one process
     kernels::copy_streaming(dst, reinterpret_cast<const void*>(addr), bytes);
     return;
@@ -117,6 +136,8 @@ void ShmLink::recv_read(const Message& msg, void* dst) {
 }
 
 void ShmLink::recv_release() {
+  if (read_from_) CORAL_TSAN_RELEASE(read_from_);
+  read_from_ = 0;
   in_->tail.store(++in_tail_, std::memory_order_seq_cst);
   wake_if_sleeping(in_->tail, in_->send_sleeping);
 }

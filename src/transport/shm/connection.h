@@ -4,6 +4,8 @@
 #pragma once
 #include <sys/types.h>
 
+#include <vector>
+
 #include "transport/shm/memory.h"
 #include "transport/transport.h"
 
@@ -27,7 +29,7 @@ class ShmLink : public Link {
  private:
   void wait_credit(WaitMonitor& mon);
   void publish(uint32_t bytes_and_flags, uint64_t tag);
-  void read_remote(void* dst, uint64_t addr, size_t bytes) const;
+  void read_remote(void* dst, uint64_t addr, size_t bytes);
 
   int peer_;
   pid_t peer_pid_;
@@ -40,6 +42,8 @@ class ShmLink : public Link {
   uint32_t out_head_ = 0;       // only this side writes out_->head
   uint32_t out_tail_seen_ = 0;  // last tail read: re-read only when the FIFO looks full
   uint32_t in_tail_ = 0;        // only this side writes in_->tail
+  uint64_t read_from_ = 0;      // sender address of the by-reference message being received
+  std::vector<uint64_t> unflushed_;  // our by-reference sends the peer may still be reading
 };
 
 // Whether this process can read peer_pid's memory (probed once per peer at connect).
