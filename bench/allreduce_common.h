@@ -60,8 +60,8 @@ static int bench_main(const bench_lib* lib, int argc, char** argv) {
   size_t ns = bench_sizes(argc, argv, sizes, 64);
   for (size_t s = 0; s < ns; s++) {
     size_t count = sizes[s] / 4 ? sizes[s] / 4 : 1;
-    float* in = malloc(count * 4);
-    float* out = malloc(count * 4);
+    float* in = (float*)malloc(count * 4);
+    float* out = (float*)malloc(count * 4);
     int err = 0;
     for (size_t i = 0; i < count; i++) in[i] = (float)(lib->rank + i % 7);
     for (int w = 0; w < 3; w++) err |= lib->allreduce(lib->ctx, in, out, count);
