@@ -100,14 +100,21 @@ void ShmLink::read_remote(void* dst, uint64_t addr, size_t bytes) {
     ssize_t k = process_vm_readv(peer_pid_, &local, 1, &remote, 1, 0);
     if (k <= 0) {
       if (k < 0 && errno == EINTR) continue;
+      int err = k < 0 ? errno : EIO;
+      // The peer may have died or aborted meanwhile: report that (with its reason), not ESRCH.
+      if (mon_) mon_->check(peer_);
+      if (err == ESRCH)
+        fail(coralRemoteError, "rank " + std::to_string(peer_) + " (pid " + std::to_string(peer_pid_) +
+                                   ") exited while this rank read its data");
       fail_errno("cross-memory read from rank " + std::to_string(peer_) + " (pid " + std::to_string(peer_pid_) + ")",
-                 k < 0 ? errno : EIO);
+                 err);
     }
     done += static_cast<size_t>(k);
   }
 }
 
 Message ShmLink::recv_peek(WaitMonitor& mon, bool want_local) {
+  mon_ = &mon;
   const uint32_t i = in_tail_ % geo_.nslots;
   SlotMeta& m = in_->meta[i];
   const uint32_t want = in_tail_ + 1;

@@ -42,6 +42,7 @@ class ShmLink : public Link {
   uint32_t out_head_ = 0;       // only this side writes out_->head
   uint32_t out_tail_seen_ = 0;  // last tail read: re-read only when the FIFO looks full
   uint32_t in_tail_ = 0;        // only this side writes in_->tail
+  WaitMonitor* mon_ = nullptr;  // of the receive in progress: consulted when a direct read fails
   uint64_t read_from_ = 0;      // sender address of the by-reference message being received
   std::vector<uint64_t> unflushed_;  // our by-reference sends the peer may still be reading
 };
