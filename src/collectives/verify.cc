@@ -41,10 +41,10 @@ struct RankState {
   std::vector<Elem> mem;
   std::vector<Elem> scratch;
   std::vector<uint8_t> pinned;  // per mem element: source of a stable_src send, never written again
-  uint8_t& pin(const Elem& e) {
-    static uint8_t none = 0;
+  // The pin flag of a send/recv element; scratch is never a stable source (nullptr).
+  uint8_t* pin(const Elem& e) {
     size_t i = static_cast<size_t>(&e - mem.data());
-    return i < mem.size() ? pinned[i] : (none = 0);
+    return i < mem.size() ? &pinned[i] : nullptr;
   }
   size_t send_at = 0, send_len = 0, recv_at = 0, recv_len = 0;
   size_t pc = 0;
@@ -101,9 +101,10 @@ struct Sim {
     try {
       if (s.dst.buf != Buf::None)
         for (size_t i = 0; i < s.count; ++i)
-          if (rs.pin(rs.at(s.dst, i))) e = "overwrites the source of an earlier in-place (stable_src) send";
+          if (uint8_t* f = rs.pin(rs.at(s.dst, i)); f && *f) e = "overwrites the source of an earlier in-place (stable_src) send";
       if (s.kind == OpKind::Send && s.stable_src)
-        for (size_t i = 0; i < s.count; ++i) rs.pin(rs.at(s.src, i)) = 1;
+        for (size_t i = 0; i < s.count; ++i)
+          if (uint8_t* f = rs.pin(rs.at(s.src, i))) *f = 1;
       for (size_t i = 0; i < s.count; ++i) {
         switch (s.kind) {
           case OpKind::Send: outmsg.push_back(rs.at(s.src, i)); break;

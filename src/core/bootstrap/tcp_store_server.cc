@@ -48,7 +48,7 @@ struct TcpStoreServer::Impl {
     c.out.insert(c.out.end(), value.begin(), value.end());
   }
 
-  void answer_waiters(const std::string& key) {
+  void answer_waiters() {
     for (Client& c : clients) {
       // Replies must keep request order, so only the oldest pending GET can be answered.
       while (!c.waiting.empty() && data.count(c.waiting.front())) {
@@ -56,7 +56,6 @@ struct TcpStoreServer::Impl {
         c.waiting.erase(c.waiting.begin());
       }
     }
-    (void)key;
   }
 
   // Returns false when the client must be dropped.
@@ -79,11 +78,11 @@ struct TcpStoreServer::Impl {
       case wire::Msg::Set:
         data[key] = value;
         queue(c, wire::Msg::Ok, {});
-        answer_waiters(key);
+        answer_waiters();
         return true;
       case wire::Msg::Get:
         c.waiting.push_back(key);
-        answer_waiters(key);
+        answer_waiters();
         return true;
       case wire::Msg::Add: {
         int64_t v = 0, d = 0;
@@ -94,7 +93,7 @@ struct TcpStoreServer::Impl {
         b.assign(8, 0);
         std::memcpy(b.data(), &v, 8);
         queue(c, wire::Msg::Value, b);
-        answer_waiters(key);
+        answer_waiters();
         return true;
       }
       default:
