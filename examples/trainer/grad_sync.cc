@@ -1,0 +1,101 @@
+#include "grad_sync.h"
+
+#include <coral/coral.hpp>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "kernels/cpu/half.h"
+
+namespace trainer {
+
+Wire parse_wire(const std::string& s) {
+  if (s == "same" || s == "fp32" || s == "fp64") return Wire::Same;
+  if (s == "bf16") return Wire::Bf16;
+  if (s == "fp16") return Wire::Fp16;
+  throw std::invalid_argument("--grad-comm must be fp32, bf16 or fp16, not '" + s + "'");
+}
+
+template <class T>
+GradSync<T>::GradSync(coralComm_t comm, const Layout& layout, size_t bucket_bytes, Wire wire,
+                      int slots)
+    : comm_(comm), wire_(wire), slots_(static_cast<size_t>(slots)) {
+  // Walk layers in the order backward finishes them (last first = increasing flat offset).
+  size_t elem = wire == Wire::Same ? sizeof(T) : 2;
+  for (int l = layout.layers() - 1; l >= 0; l--) {
+    size_t b = layout.offset[l], e = b + layout.size[l];
+    if (!buckets_.empty() && (buckets_.back().end - buckets_.back().begin) * elem < bucket_bytes) {
+      buckets_.back().end = e;
+      buckets_.back().last_layer = l;
+    } else {
+      buckets_.push_back({b, e, l});
+    }
+  }
+  if (wire != Wire::Same)
+    for (Slot& s : slots_) s.wire.resize(layout.nparams);
+}
+
+template <class T>
+void GradSync<T>::begin(int slot, T* grad) {
+  Slot& s = slots_.at(static_cast<size_t>(slot));
+  if (!s.reqs.empty()) throw std::logic_error("gradient slot reused before its all-reduce finished");
+  s.grad = grad;
+  s.next = 0;
+}
+
+template <class T>
+void GradSync<T>::launch(Slot& s, const Bucket& b) {
+  coralRequest_t r;
+  size_t n = b.end - b.begin;
+  if (wire_ == Wire::Same) {
+    coral::check(coralIAllReduce(s.grad + b.begin, s.grad + b.begin, n, coral::datatype_of<T>(),
+                                 coralSum, comm_, &r), comm_);
+  } else {
+    uint16_t* w = s.wire.data() + b.begin;
+    const T* g = s.grad + b.begin;
+    bool bf = wire_ == Wire::Bf16;
+    for (size_t i = 0; i < n; i++) {
+      float f = static_cast<float>(g[i]);
+      w[i] = bf ? coral::kernels::float_to_bf16(f) : coral::kernels::float_to_half(f);
+    }
+    coral::check(coralIAllReduce(w, w, n, bf ? coralBfloat16 : coralFloat16, coralSum, comm_, &r),
+                 comm_);
+  }
+  s.reqs.push_back(r);
+}
+
+template <class T>
+void GradSync<T>::layer_ready(int slot, int layer) {
+  Slot& s = slots_.at(static_cast<size_t>(slot));
+  while (s.next < buckets_.size() && buckets_[s.next].last_layer >= layer) launch(s, buckets_[s.next++]);
+}
+
+template <class T>
+void GradSync<T>::launch_rest(int slot) {
+  Slot& s = slots_.at(static_cast<size_t>(slot));
+  while (s.next < buckets_.size()) launch(s, buckets_[s.next++]);
+}
+
+template <class T>
+void GradSync<T>::wait(int slot) {
+  Slot& s = slots_.at(static_cast<size_t>(slot));
+  auto t0 = std::chrono::steady_clock::now();
+  coralResult_t first = coralSuccess;
+  for (coralRequest_t r : s.reqs) {  // complete every request even after a failure
+    coralResult_t rc = coralWait(r);
+    if (first == coralSuccess) first = rc;
+  }
+  s.reqs.clear();
+  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  coral::check(first, comm_);
+  if (wire_ == Wire::Same) return;
+  bool bf = wire_ == Wire::Bf16;
+  for (size_t i = 0; i < s.wire.size(); i++)
+    s.grad[i] = static_cast<T>(bf ? coral::kernels::bf16_to_float(s.wire[i])
+                                  : coral::kernels::half_to_float(s.wire[i]));
+}
+
+template class GradSync<float>;
+template class GradSync<double>;
+
+}  // namespace trainer

@@ -1,0 +1,53 @@
+// Gradient averaging in buckets, as PyTorch DDP does it: the flat gradient is cut into buckets of
+// about `bucket_bytes` at layer boundaries; during backward each bucket's non-blocking all-reduce
+// starts as soon as its last layer's gradient is final, overlapping the rest of backward. Before
+// the optimizer step the trainer waits for all of them; that wait is the exposed communication.
+// Several slots let a bounded-staleness trainer keep k steps of all-reduces in flight.
+#pragma once
+#include <coral/coral.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlp.h"
+
+namespace trainer {
+
+// Precision on the wire: the gradient's own type, or 16-bit (compress, all-reduce, decompress).
+enum class Wire { Same, Bf16, Fp16 };
+Wire parse_wire(const std::string& s);  // "fp32"/"fp64"/"same", "bf16", "fp16"
+
+template <class T>
+class GradSync {
+ public:
+  GradSync(coralComm_t comm, const Layout& layout, size_t bucket_bytes, Wire wire, int slots);
+
+  void begin(int slot, T* grad);
+  void layer_ready(int slot, int layer);  // from backward: starts buckets now complete
+  void launch_rest(int slot);             // starts whatever has not started yet
+  void wait(int slot);                    // completes the slot's buckets; grad holds the sum
+  double wait_seconds() const { return wait_s_; }
+  size_t buckets() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    size_t begin, end;  // slice of the flat gradient
+    int last_layer;     // the layer backward finishes last within it
+  };
+  struct Slot {
+    T* grad = nullptr;
+    std::vector<coralRequest_t> reqs;
+    std::vector<uint16_t> wire;
+    size_t next = 0;  // first bucket not started
+  };
+  void launch(Slot& s, const Bucket& b);
+
+  coralComm_t comm_;
+  Wire wire_;
+  std::vector<Bucket> buckets_;
+  std::vector<Slot> slots_;
+  double wait_s_ = 0;
+};
+
+}  // namespace trainer

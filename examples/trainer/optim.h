@@ -1,0 +1,45 @@
+// Optimizers applied identically on every rank to the averaged gradient.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainer {
+
+enum class OptimKind { Sgd, Adam };
+
+struct OptimConfig {
+  OptimKind kind = OptimKind::Adam;
+  double lr = 1e-3;          // at the reference batch `lr_batch`
+  int64_t lr_batch = 128;    // linear scaling: lr * global_batch / lr_batch
+  int64_t warmup = 0;        // steps of linear warmup from 0
+  double momentum = 0.9;     // SGD
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam
+  double weight_decay = 0;   // L2, added to the gradient
+  double clip = 0;           // global gradient norm limit; 0 = off
+};
+
+// Learning rate at optimizer step t (0-based) for a global batch.
+double learning_rate(const OptimConfig& c, int64_t t, int64_t global_batch);
+
+template <class T>
+class Optimizer {
+ public:
+  Optimizer(OptimConfig c, size_t n);
+  // One update with gradient g (scaled in place when clipping). Returns g's global norm.
+  double step(T* params, T* g, int64_t global_batch);
+
+  const OptimConfig& config() const { return c_; }
+  int64_t steps() const { return t_; }
+  // State for checkpoints: step count and the moment vectors (momentum, or Adam's m and v).
+  int64_t& steps_ref() { return t_; }
+  std::vector<T>& m() { return m_; }
+  std::vector<T>& v() { return v_; }
+
+ private:
+  OptimConfig c_;
+  int64_t t_ = 0;
+  std::vector<T> m_, v_;
+};
+
+}  // namespace trainer

@@ -1,0 +1,326 @@
+#include "trainer.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include "checkpoint.h"
+#include "data.h"
+#include "mlp.h"
+#include "report.h"
+#include "sampler.h"
+
+namespace trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+Data load_data(const Config& cfg, const std::vector<int>& synthetic_dims) {
+  if (cfg.dataset == "digits")
+    return load_digits(cfg.data_path.empty() ? default_digits_path() : cfg.data_path);
+  if (cfg.dataset == "fashion-mnist")
+    return load_fashion_mnist(cfg.data_path.empty() ? kFashionDir : cfg.data_path);
+  if (cfg.dataset == "synthetic") {
+    size_t n = static_cast<size_t>(cfg.batch) * 16;
+    return make_synthetic(synthetic_dims.front(), synthetic_dims.back(), n, n / 8 + 1, cfg.seed);
+  }
+  throw std::invalid_argument(
+      fmt::format("unknown dataset '{}' (digits, fashion-mnist or synthetic)", cfg.dataset));
+}
+
+std::vector<int> model_dims(const Config& cfg) {
+  if (cfg.dataset == "synthetic") {
+    std::vector<int> d{1024};
+    for (int h : cfg.hidden.empty() ? synthetic_hidden(cfg.synthetic_params) : cfg.hidden) d.push_back(h);
+    d.push_back(10);
+    return d;
+  }
+  return {};
+}
+
+uint64_t fnv1a(const void* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; i++) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+template <class T>
+class Loop {
+ public:
+  Loop(const Config& cfg, coral::communicator& comm)
+      : cfg_(cfg), comm_(comm), rank_(comm.rank()), size_(comm.size()),
+        data_(load_data(cfg, model_dims(cfg))), model_(Layout(dims())),
+        params_(model_.layout().nparams), opt_(cfg.optim, params_.size()),
+        sync_(comm.get(), model_.layout(), static_cast<size_t>(cfg.bucket_mb * (1 << 20)), cfg.wire,
+              cfg.staleness + 1),
+        grads_(static_cast<size_t>(cfg.staleness) + 1, std::vector<T>(params_.size())),
+        sampler_(data_.train.size(), static_cast<size_t>(cfg.batch), cfg.seed),
+        report_(rank_ == 0, cfg.csv, cfg.plot) {}
+
+  Result run();
+
+ private:
+  std::vector<int> dims() const {
+    std::vector<int> d = model_dims(cfg_);
+    if (!d.empty()) return d;
+    d.push_back(data_.train.dim);
+    std::vector<int> hidden = cfg_.hidden;
+    if (hidden.empty()) hidden = data_.name == "digits" ? std::vector<int>{128} : std::vector<int>{256, 256};
+    d.insert(d.end(), hidden.begin(), hidden.end());
+    d.push_back(data_.train.classes);
+    return d;
+  }
+  void start();
+  void resume();
+  void save(int64_t gstep);
+  void step(int64_t gstep, size_t s);
+  void apply(int64_t gstep);
+  void log(int64_t epoch, size_t s, int64_t gstep);
+  void evaluate(double* loss, double* acc);
+  void check_replicas(const char* when);
+  void gather(const std::vector<uint32_t>& idx);
+
+  const Config& cfg_;
+  coral::communicator& comm_;
+  int rank_, size_;
+  Data data_;
+  Mlp<T> model_;
+  std::vector<T> params_;
+  Optimizer<T> opt_;
+  GradSync<T> sync_;
+  std::vector<std::vector<T>> grads_;  // one per in-flight step (staleness + 1)
+  Sampler sampler_;
+  Report report_;
+  std::vector<T> xb_;
+  std::vector<int32_t> yb_;
+  int64_t start_step_ = 0;
+  // Since the last log line: local loss sum and samples, global samples, wait and wall time.
+  double win_loss_ = 0, win_n_ = 0, win_global_ = 0, win_wait0_ = 0;
+  Clock::time_point win_t0_;
+  double train_s_ = 0;
+  int64_t samples_ = 0;
+};
+
+template <class T>
+void Loop<T>::start() {
+  const Layout& l = model_.layout();
+  std::string widths;
+  for (int d : l.dims) widths += (widths.empty() ? "" : "-") + std::to_string(d);
+  report_.line(fmt::format(
+      "coral-train: {} ({} train / {} test), model {} ({} parameters, {}), {} rank{}, global batch "
+      "{}, {} lr {:g} (scaled to {:g}), {} bucket{}, overlap {}, grad comm {}{}",
+      data_.name, data_.train.size(), data_.test.size(), widths, l.nparams,
+      sizeof(T) == 8 ? "float64" : "float32", size_, size_ == 1 ? "" : "s", cfg_.batch,
+      cfg_.optim.kind == OptimKind::Adam ? "adam" : "sgd", cfg_.optim.lr,
+      learning_rate(cfg_.optim, cfg_.optim.warmup, cfg_.batch), sync_.buckets(),
+      sync_.buckets() == 1 ? "" : "s", cfg_.overlap ? "on" : "off",
+      cfg_.wire == Wire::Same ? (sizeof(T) == 8 ? "fp64" : "fp32") : cfg_.wire == Wire::Bf16 ? "bf16" : "fp16",
+      cfg_.staleness ? fmt::format(", staleness {}", cfg_.staleness) : ""));
+  // Rank 0 initialises, everyone else receives the same parameters.
+  if (rank_ == 0) model_.init(params_.data(), cfg_.seed);
+  comm_.broadcast(std::span<T>(params_), 0);
+  if (!cfg_.resume.empty()) resume();
+}
+
+template <class T>
+void Loop<T>::resume() {
+  Checkpoint<T> c;
+  std::string why;
+  if (rank_ == 0) {
+    try {
+      c = load_checkpoint<T>(cfg_.resume);
+      if (c.dims != model_.layout().dims) why = "it was written for another model (--hidden)";
+      else if (c.optimizer != static_cast<uint32_t>(cfg_.optim.kind)) why = "it was written with another --optimizer";
+      else if (c.global_batch != cfg_.batch) why = fmt::format("it was written with global batch {}, not {}", c.global_batch, cfg_.batch);
+      else if (c.seed != cfg_.seed) why = fmt::format("it was written with --seed {}, not {}", c.seed, cfg_.seed);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+  }
+  int64_t meta[3] = {why.empty() ? 1 : 0, c.global_step, c.optimizer_steps};
+  comm_.broadcast(std::span<int64_t>(meta), 0);
+  if (!meta[0])
+    throw std::runtime_error(rank_ == 0 ? fmt::format("cannot resume from {}: {}", cfg_.resume, why)
+                                        : fmt::format("rank 0 could not resume from {}", cfg_.resume));
+  if (rank_ == 0) {
+    params_ = std::move(c.params);
+    opt_.m() = std::move(c.m);
+    if (!c.v.empty()) opt_.v() = std::move(c.v);
+  }
+  comm_.broadcast(std::span<T>(params_), 0);
+  comm_.broadcast(std::span<T>(opt_.m()), 0);
+  if (!opt_.v().empty()) comm_.broadcast(std::span<T>(opt_.v()), 0);
+  start_step_ = meta[1];
+  opt_.steps_ref() = meta[2];
+  report_.line(fmt::format("resumed from {} at step {}", cfg_.resume, start_step_));
+}
+
+template <class T>
+void Loop<T>::save(int64_t gstep) {
+  if (rank_ != 0 || cfg_.checkpoint.empty()) return;
+  Checkpoint<T> c{model_.layout().dims, static_cast<uint32_t>(cfg_.optim.kind), gstep, opt_.steps(),
+                  cfg_.batch, cfg_.seed, params_, opt_.m(), opt_.v()};
+  save_checkpoint(cfg_.checkpoint, c);
+}
+
+template <class T>
+void Loop<T>::gather(const std::vector<uint32_t>& idx) {
+  const Dataset& d = data_.train;
+  xb_.resize(idx.size() * static_cast<size_t>(d.dim));
+  yb_.resize(idx.size());
+  for (size_t i = 0; i < idx.size(); i++) {
+    const float* src = d.x.data() + static_cast<size_t>(idx[i]) * d.dim;
+    std::copy(src, src + d.dim, xb_.data() + i * d.dim);
+    yb_[i] = d.y[idx[i]];
+  }
+}
+
+// Applies the averaged gradient of step gstep (waiting for its all-reduce).
+template <class T>
+void Loop<T>::apply(int64_t gstep) {
+  int slot = static_cast<int>(gstep % (cfg_.staleness + 1));
+  sync_.wait(slot);
+  opt_.step(params_.data(), grads_[static_cast<size_t>(slot)].data(), cfg_.batch);
+}
+
+template <class T>
+void Loop<T>::step(int64_t gstep, size_t s) {
+  std::vector<uint32_t> idx = sampler_.shard(s, rank_, size_);
+  gather(idx);
+  int slot = static_cast<int>(gstep % (cfg_.staleness + 1));
+  T* g = grads_[static_cast<size_t>(slot)].data();
+  sync_.begin(slot, g);
+  T scale = T(1) / static_cast<T>(sampler_.batch_size(s));  // local sums add up to the global mean
+  std::function<void(int)> ready;
+  if (cfg_.overlap) ready = [&](int layer) { sync_.layer_ready(slot, layer); };
+  win_loss_ += model_.loss_grad(params_.data(), xb_.data(), yb_.data(), static_cast<int>(idx.size()),
+                                scale, g, ready);
+  sync_.launch_rest(slot);
+  if (gstep >= cfg_.staleness) apply(gstep - cfg_.staleness);
+  win_n_ += static_cast<double>(idx.size());
+  win_global_ += static_cast<double>(sampler_.batch_size(s));
+}
+
+template <class T>
+void Loop<T>::log(int64_t epoch, size_t s, int64_t gstep) {
+  double elapsed = since(win_t0_);
+  double sums[3] = {win_loss_, win_n_, sync_.wait_seconds() - win_wait0_};
+  comm_.all_reduce(std::span<double>(sums));
+  report_.step({epoch, cfg_.epochs, static_cast<int64_t>(s), static_cast<int64_t>(sampler_.steps_per_epoch()),
+                gstep, sums[1] > 0 ? sums[0] / sums[1] : 0, win_global_ / elapsed,
+                100 * sums[2] / size_ / elapsed});
+  win_loss_ = win_n_ = win_global_ = 0;
+  win_wait0_ = sync_.wait_seconds();
+  win_t0_ = Clock::now();
+}
+
+template <class T>
+void Loop<T>::evaluate(double* loss, double* acc) {
+  const Dataset& d = data_.test;
+  size_t lo = d.size() * rank_ / size_, hi = d.size() * (rank_ + 1) / size_;
+  double sums[3] = {0, 0, static_cast<double>(hi - lo)};
+  std::vector<T> x;
+  for (size_t b = lo; b < hi; b += 1024) {
+    size_t e = std::min(hi, b + 1024);
+    x.assign(d.x.begin() + static_cast<ptrdiff_t>(b * d.dim), d.x.begin() + static_cast<ptrdiff_t>(e * d.dim));
+    int64_t correct = 0;
+    model_.evaluate(params_.data(), x.data(), d.y.data() + b, static_cast<int>(e - b), &sums[0], &correct);
+    sums[1] += static_cast<double>(correct);
+  }
+  comm_.all_reduce(std::span<double>(sums));
+  *loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
+  *acc = sums[2] > 0 ? sums[1] / sums[2] : 0;
+}
+
+// Every rank must hold bit-identical parameters: max and min of a hash agree only then.
+template <class T>
+void Loop<T>::check_replicas(const char* when) {
+  if (!cfg_.check_replicas) return;
+  uint64_t h = fnv1a(params_.data(), params_.size() * sizeof(T));
+  uint64_t v[2] = {h, ~h};
+  comm_.all_reduce(std::span<uint64_t>(v), coralMax);
+  if (v[0] != ~v[1])
+    throw std::runtime_error(fmt::format("parameter replicas differ between ranks {}", when));
+}
+
+template <class T>
+Result Loop<T>::run() {
+  start();
+  int64_t spe = static_cast<int64_t>(sampler_.steps_per_epoch());
+  int64_t total = cfg_.epochs * spe;
+  if (cfg_.max_steps > 0) total = std::min(total, cfg_.max_steps);
+  int64_t gstep = start_step_;
+  Result r;
+  win_t0_ = Clock::now();
+  while (gstep < total) {
+    int64_t epoch = gstep / spe;
+    sampler_.start_epoch(epoch);
+    auto t_epoch = Clock::now();
+    for (size_t s = static_cast<size_t>(gstep % spe); s < static_cast<size_t>(spe) && gstep < total; s++) {
+      auto t0 = Clock::now();
+      step(gstep, s);
+      train_s_ += since(t0);
+      samples_ += static_cast<int64_t>(sampler_.batch_size(s));
+      gstep++;
+      bool end_of_epoch = s + 1 == static_cast<size_t>(spe);
+      if ((s + 1) % static_cast<size_t>(cfg_.log_every) == 0 || end_of_epoch || gstep == total) log(epoch, s, gstep);
+      else report_.progress(epoch, static_cast<int64_t>(s), spe);
+      if (cfg_.checkpoint_every > 0 && gstep % cfg_.checkpoint_every == 0) save(gstep);
+    }
+    if (gstep % spe == 0 || gstep == total) {
+      // Stale gradients still in flight are applied before the epoch's evaluation.
+      if (gstep == total)
+        for (int64_t g = std::max<int64_t>(gstep - cfg_.staleness, 0); g < gstep; g++) apply(g);
+      double seconds = since(t_epoch);
+      evaluate(&r.test_loss, &r.test_accuracy);
+      if (gstep % spe == 0) report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds);
+      check_replicas(fmt::format("after epoch {}", epoch + 1).c_str());
+      save(gstep);
+    }
+  }
+  r.steps = gstep - start_step_;
+  r.seconds = train_s_;
+  r.samples_per_s = train_s_ > 0 ? static_cast<double>(samples_) / train_s_ : 0;
+  r.comm_wait_pct = train_s_ > 0 ? 100 * sync_.wait_seconds() / train_s_ : 0;
+  report_.line(fmt::format(
+      "final: test accuracy {:.2f}% test loss {:.4f} after {} steps; {:.1f} s training, {:.0f} "
+      "samples/s, comm wait {:.1f}%",
+      100 * r.test_accuracy, r.test_loss, gstep, r.seconds, r.samples_per_s, r.comm_wait_pct));
+  if (rank_ == 0 && !cfg_.dump_params.empty()) {
+    std::vector<double> p(params_.begin(), params_.end());
+    std::ofstream out(cfg_.dump_params, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(double)));
+    if (!out) throw std::runtime_error(fmt::format("cannot write {}", cfg_.dump_params));
+  }
+  report_.finish();
+  return r;
+}
+
+}  // namespace
+
+std::vector<int> synthetic_hidden(int64_t params) {
+  // 1024 h + 2 h^2 + 10 h + (3 h + 10) biases = params, solved for h.
+  double a = 2, b = 1024 + 10 + 3, c = 10 - static_cast<double>(params);
+  int h = std::max(1, static_cast<int>(std::lround((-b + std::sqrt(b * b - 4 * a * c)) / (2 * a))));
+  return {h, h, h};
+}
+
+Result train(const Config& cfg, coral::communicator& comm) {
+  if (cfg.batch < 1) throw std::invalid_argument("--batch must be at least 1");
+  if (cfg.epochs < 1) throw std::invalid_argument("--epochs must be at least 1");
+  if (cfg.staleness < 0) throw std::invalid_argument("--staleness must be 0 or more");
+  if (cfg.staleness > 0 && (!cfg.checkpoint.empty() || !cfg.resume.empty()))
+    throw std::invalid_argument("--staleness cannot be combined with --checkpoint/--resume "
+                                "(in-flight gradients are not saved)");
+  if (cfg.log_every < 1) throw std::invalid_argument("--log-every must be at least 1");
+  if (!(cfg.bucket_mb > 0)) throw std::invalid_argument("--bucket-mb must be positive");
+  if (cfg.f64) return Loop<double>(cfg, comm).run();
+  return Loop<float>(cfg, comm).run();
+}
+
+}  // namespace trainer

@@ -1,0 +1,50 @@
+// The synchronous data-parallel training loop (what PyTorch DDP does), over a Coral communicator.
+#pragma once
+#include <coral/coral.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grad_sync.h"
+#include "optim.h"
+
+namespace trainer {
+
+struct Config {
+  std::string dataset = "digits";  // digits | fashion-mnist | synthetic
+  std::string data_path;           // digits CSV or Fashion-MNIST directory; empty = default
+  std::vector<int> hidden;         // hidden widths; empty = the dataset's default
+  int64_t synthetic_params = 25'000'000;  // synthetic model size (widths derived from it)
+  int64_t epochs = 5;
+  int64_t max_steps = 0;           // stop after this many global steps in all (0 = no limit)
+  int64_t batch = 128;             // global batch, split across ranks
+  OptimConfig optim;
+  bool f64 = false;                // parameters, gradients and all-reduce in double
+  Wire wire = Wire::Same;
+  double bucket_mb = 25;
+  bool overlap = true;             // all-reduce buckets during backward
+  int staleness = 0;               // apply the gradient from k steps ago
+  uint64_t seed = 1;
+  std::string checkpoint;          // written at each epoch end and every checkpoint_every steps
+  int64_t checkpoint_every = 0;
+  std::string resume;
+  std::string csv, plot, dump_params;
+  int64_t log_every = 50;
+  bool check_replicas = true;
+};
+
+struct Result {
+  double test_accuracy = 0, test_loss = 0;
+  int64_t steps = 0;
+  double seconds = 0, samples_per_s = 0, comm_wait_pct = 0;
+};
+
+// Runs training on every rank of comm; throws std::exception with a clear message on bad input.
+Result train(const Config& cfg, coral::communicator& comm);
+
+// Hidden widths of a synthetic MLP (1024 inputs, 3 equal hidden layers, 10 outputs) with about
+// `params` parameters.
+std::vector<int> synthetic_hidden(int64_t params);
+
+}  // namespace trainer
