@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", cfg.hidden, "hidden layer widths, e.g. --hidden 256 256")
       ->check(CLI::PositiveNumber);
   app.add_option("--params", params, "synthetic model size in parameters (e.g. 25M)")->capture_default_str();
-  app.add_option("--epochs", cfg.epochs, "passes over the training set")->capture_default_str();
+  app.add_option("--epochs", cfg.epochs, "passes over the training set (default 5; 20 for digits)");
   app.add_option("--steps", cfg.max_steps, "stop after this many global steps (0: no limit)")
       ->capture_default_str();
   app.add_option("--batch", cfg.batch, "global batch size, split across ranks")->capture_default_str();
@@ -69,11 +69,14 @@ int main(int argc, char** argv) {
   app.add_option("--plot", cfg.plot, "draw loss and accuracy curves to this PNG (needs gnuplot)");
   app.add_option("--dump-params", cfg.dump_params, "write the final parameters as raw float64");
   app.add_flag("!--no-replica-check", cfg.check_replicas, "skip the per-epoch replica checksum");
+  app.add_option("--inject-divergence", cfg.inject_divergence)->group("");  // tests only
   CLI11_PARSE(app, argc, argv);
 
   try {
     cfg.optim.kind = optimizer == "sgd" ? trainer::OptimKind::Sgd : trainer::OptimKind::Adam;
     if (optimizer == "sgd" && app.count("--lr") == 0) cfg.optim.lr = 0.05;
+    // The bundled digits set is small (12 steps an epoch): it needs more passes.
+    if (cfg.dataset == "digits" && app.count("--epochs") == 0) cfg.epochs = 20;
     cfg.f64 = dtype == "f64";
     cfg.wire = trainer::parse_wire(wire);
     try {

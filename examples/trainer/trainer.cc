@@ -35,7 +35,7 @@ Data load_data(const Config& cfg, const std::vector<int>& synthetic_dims) {
 
 std::vector<int> model_dims(const Config& cfg) {
   if (cfg.dataset == "synthetic") {
-    std::vector<int> d{1024};
+    std::vector<int> d{kSyntheticInputs};
     for (int h : cfg.hidden.empty() ? synthetic_hidden(cfg.synthetic_params) : cfg.hidden) d.push_back(h);
     d.push_back(10);
     return d;
@@ -241,6 +241,7 @@ void Loop<T>::evaluate(double* loss, double* acc) {
 template <class T>
 void Loop<T>::check_replicas(const char* when) {
   if (!cfg_.check_replicas) return;
+  if (rank_ == cfg_.inject_divergence) params_[0] = std::nextafter(params_[0], T(1));
   uint64_t h = fnv1a(params_.data(), params_.size() * sizeof(T));
   uint64_t v[2] = {h, ~h};
   comm_.all_reduce(std::span<uint64_t>(v), coralMax);
@@ -304,10 +305,10 @@ Result Loop<T>::run() {
 }  // namespace
 
 std::vector<int> synthetic_hidden(int64_t params) {
-  // 1024 h + 2 h^2 + 10 h + (3 h + 10) biases = params, solved for h.
-  double a = 2, b = 1024 + 10 + 3, c = 10 - static_cast<double>(params);
+  // in h + 3 h^2 + 10 h + (4 h + 10) biases = params, solved for h.
+  double a = 3, b = kSyntheticInputs + 10 + 4, c = 10 - static_cast<double>(params);
   int h = std::max(1, static_cast<int>(std::lround((-b + std::sqrt(b * b - 4 * a * c)) / (2 * a))));
-  return {h, h, h};
+  return {h, h, h, h};
 }
 
 Result train(const Config& cfg, coral::communicator& comm) {

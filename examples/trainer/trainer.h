@@ -32,6 +32,7 @@ struct Config {
   std::string csv, plot, dump_params;
   int64_t log_every = 50;
   bool check_replicas = true;
+  int inject_divergence = -1;      // tests: this rank nudges a parameter before the replica check
 };
 
 struct Result {
@@ -43,8 +44,10 @@ struct Result {
 // Runs training on every rank of comm; throws std::exception with a clear message on bad input.
 Result train(const Config& cfg, coral::communicator& comm);
 
-// Hidden widths of a synthetic MLP (1024 inputs, 3 equal hidden layers, 10 outputs) with about
-// `params` parameters.
+// Hidden widths of a synthetic MLP with about `params` parameters: kSyntheticInputs inputs, four
+// equal hidden layers, 10 outputs. The narrow input layer matters: its gradient is final last,
+// so its bucket's all-reduce is the one backward cannot hide.
+inline constexpr int kSyntheticInputs = 512;
 std::vector<int> synthetic_hidden(int64_t params);
 
 }  // namespace trainer

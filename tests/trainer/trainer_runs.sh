@@ -1,0 +1,108 @@
+#!/bin/bash
+# coral-train end to end under coral-run: P ranks equal one rank with the same global batch,
+# checkpoint/resume equals not stopping (with another rank count too), replicas stay identical
+# (and a divergence is caught), the 16-bit and stale modes learn, and bad input fails cleanly.
+# Usage: trainer_runs.sh CORAL_RUN CORAL_TRAIN
+set -uo pipefail
+run=$1
+train=$2
+here=$(cd "$(dirname "$0")" && pwd)
+cmp="python3 $here/compare_params.py"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# Digits: 1438 samples; batch 60 gives 24 steps an epoch, the last one short (58), and shards
+# of uneven size for P=4 (15) and P=3/P=7 (20, or 8-9).
+common=(--batch 60 --log-every 1000 --no-replica-check)
+trainp() {  # trainp P OUT [args...]
+  local p=$1 out=$2
+  shift 2
+  "$run" -n "$p" --timeout 120 "$train" "${common[@]}" --dump-params "$out" "$@" >"$out.log" 2>&1
+}
+
+echo "== equivalence: P ranks vs 1 rank, same global batch"
+for opt in sgd adam; do
+  trainp 1 "$tmp/f64-$opt-1" --dtype f64 --optimizer $opt --epochs 2 --steps 30 || bad "f64 $opt P=1 run"
+  for p in 2 3 4; do
+    trainp $p "$tmp/f64-$opt-$p" --dtype f64 --optimizer $opt --epochs 2 --steps 30 || bad "f64 $opt P=$p run"
+    $cmp "$tmp/f64-$opt-1" "$tmp/f64-$opt-$p" 1e-12 && ok "f64 $opt P=$p" || bad "f64 $opt P=$p differs"
+  done
+done
+trainp 1 "$tmp/f32-1" --epochs 2 --steps 30 || bad "f32 P=1 run"
+for p in 2 3 4; do
+  trainp $p "$tmp/f32-$p" --epochs 2 --steps 30 || bad "f32 P=$p run"
+  $cmp "$tmp/f32-1" "$tmp/f32-$p" 1e-5 && ok "f32 P=$p" || bad "f32 P=$p differs"
+done
+# The comparison itself can fail: a different seed is far away.
+trainp 2 "$tmp/f64-seed" --dtype f64 --optimizer sgd --epochs 2 --steps 30 --seed 2
+$cmp "$tmp/f64-sgd-1" "$tmp/f64-seed" 1e-12 >/dev/null && bad "seed change went unnoticed" || ok "comparison detects a difference"
+
+echo "== checkpoint and resume"
+ck=$tmp/ck
+trainp 2 "$tmp/straight" --dtype f64 --epochs 3 || bad "straight run"
+trainp 2 "$tmp/part1" --dtype f64 --epochs 3 --steps 31 --checkpoint "$ck" || bad "first half"
+[ -s "$ck" ] && ! ls "$ck".tmp.* >/dev/null 2>&1 && ok "checkpoint written atomically" || bad "no checkpoint / temp left"
+cp "$ck" "$ck.2"
+trainp 2 "$tmp/resumed2" --dtype f64 --epochs 3 --resume "$ck" || bad "resume P=2"
+$cmp "$tmp/straight" "$tmp/resumed2" 0 && ok "resume on 2 ranks is bitwise identical" || bad "resume P=2 differs"
+trainp 3 "$tmp/resumed3" --dtype f64 --epochs 3 --resume "$ck.2" || bad "resume P=3"
+$cmp "$tmp/straight" "$tmp/resumed3" 1e-12 && ok "resume on 3 ranks matches" || bad "resume P=3 differs"
+grep -q "resumed from .* at step 31" "$tmp/resumed3.log" && ok "resume reports its step" || bad "no resume line"
+
+echo "== replicas"
+"$run" -n 3 --timeout 60 "$train" --epochs 2 >"$tmp/rep.log" 2>&1 && ok "replica-checked run" || bad "replica-checked run"
+"$run" -n 3 --timeout 60 "$train" --epochs 1 --inject-divergence 1 >"$tmp/div.log" 2>&1 \
+  && bad "divergence not detected" || { grep -q "replicas differ" "$tmp/div.log" && ok "divergence detected" || bad "divergence message"; }
+
+echo "== modes that must still learn (digits, 20 epochs)"
+i=0
+for mode in "" "--grad-comm bf16" "--grad-comm fp16" "--staleness 1" "--staleness 2 --no-overlap" "--optimizer sgd --clip 1 --warmup 10" "--bucket-mb 0.01"; do
+  i=$((i + 1))
+  out=$("$run" -n 4 --timeout 120 "$train" --log-every 1000 --dump-params "$tmp/mode$i" $mode 2>&1)
+  acc=$(echo "$out" | sed -n 's/.*final: test accuracy \([0-9.]*\)%.*/\1/p')
+  if [ -n "$acc" ] && python3 -c "import sys; sys.exit(0 if $acc >= 90 else 1)"; then ok "$mode: $acc%"
+  else bad "$mode: accuracy '${acc}'"; echo "$out" | tail -5; fi
+done
+
+# 16-bit gradients and stale updates really change the trajectory, a little; bucketing does not.
+for i in 2 3 4; do
+  $cmp "$tmp/mode1" "$tmp/mode$i" 0 >/dev/null && bad "mode $i left the parameters bitwise unchanged"
+  $cmp "$tmp/mode1" "$tmp/mode$i" 0.2 >/dev/null || bad "mode $i strayed far from fp32 synchronous"
+done
+$cmp "$tmp/mode1" "$tmp/mode7" 0 && ok "bucket size does not change the result" || bad "bucket size changed the result"
+
+echo "== CSV and plot"
+"$run" -n 2 --timeout 60 "$train" --epochs 3 --log-every 4 --csv "$tmp/log.csv" --plot "$tmp/curves.png" >"$tmp/plot.log" 2>&1 || bad "plot run"
+[ "$(grep -c '^epoch,' "$tmp/log.csv")" = 3 ] && [ "$(grep -c '^step,' "$tmp/log.csv")" -ge 6 ] && ok "CSV rows" || bad "CSV rows"
+if command -v gnuplot >/dev/null; then
+  head -c 4 "$tmp/curves.png" | grep -q PNG && ok "PNG plot" || bad "PNG plot"
+fi
+
+echo "== bad input fails on every rank with a clear message, no hang"
+expect_fail() {  # expect_fail PATTERN ARGS...
+  local pat=$1
+  shift
+  local out
+  out=$("$run" -n 2 --timeout 60 "$train" "$@" 2>&1)
+  local rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "$out" | grep -q -- "$pat"; then ok "$* -> $pat"
+  else bad "$* (rc $rc): expected '$pat'"; echo "$out" | tail -3; fi
+}
+expect_fail "/nonexistent/d.csv.gz: cannot open" --data /nonexistent/d.csv.gz
+expect_fail "/nonexistent/train-images-idx3-ubyte.gz" --dataset fashion-mnist --data /nonexistent
+expect_fail "batch must be at least 1" --batch 0
+expect_fail "cannot be combined" --staleness 1 --checkpoint "$tmp/x"
+expect_fail "dataset" --dataset imagenet
+printf 'garbage' >"$tmp/garbage"
+expect_fail "cannot resume from .*not a coral-train checkpoint" --resume "$tmp/garbage"
+expect_fail "rank 0 could not resume" --resume "$tmp/garbage"
+expect_fail "another model" --resume "$ck" --hidden 64 --dtype f64 --batch 60
+expect_fail "global batch 60, not 128" --resume "$ck" --dtype f64
+expect_fail "8-byte parameters" --resume "$ck"
+expect_fail "grad-comm" --grad-comm fp8
+
+echo "trainer runs: $fails failure(s)"
+[ $fails -eq 0 ]
