@@ -17,6 +17,9 @@ namespace coral {
 
 namespace {
 
+// Polls before sleeping for operations run on the progress thread (see execute).
+constexpr int kBackgroundSpin = 200;
+
 using Clock = std::chrono::steady_clock;
 
 class Monitor : public WaitMonitor {
@@ -149,7 +152,7 @@ const sched::Schedule& Communicator::schedule_for(const sched::CollArgs& a, sche
   return *last_;
 }
 
-void Communicator::execute(Call& c) {
+void Communicator::execute(Call& c, bool background) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     if (failed_ != coralSuccess)
@@ -170,7 +173,11 @@ void Communicator::execute(Call& c) {
   bool p2p = a.coll == sched::Coll::Send || a.coll == sched::Coll::Recv;
   uint64_t tag = make_tag(tag_coll, p2p ? coralUint8 : a.dtype, p2p ? coralSum : a.op, salt);
   const sched::Schedule& s = schedule_for(a, algo);
-  Monitor mon(rank_, domain_of_.data(), timeout_s_, sched::coll_name(a.coll), spin_, pause_polls_);
+  // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
+  // caller's computation, which is what non-blocking calls exist to overlap.
+  Monitor mon(rank_, domain_of_.data(), timeout_s_, sched::coll_name(a.coll),
+              background ? std::min(spin_, kBackgroundSpin) : spin_,
+              background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_);
   try {
     if (scratch_.size() < s.scratch_elems * es) scratch_.resize(s.scratch_elems * es);
     coral::execute(s, ExecArgs{c.send, c.recv, scratch_.data(), a.dtype, a.op, nranks_, tag, &links_, &mon});
@@ -247,7 +254,7 @@ void Communicator::progress_loop() {
     std::string err;
     try {
       std::lock_guard<std::mutex> lock(exec_mu_);
-      execute(req->call);
+      execute(req->call, true);
     } catch (const Error& e) {
       rc = e.code();
       err = e.what();

@@ -54,7 +54,8 @@ class Communicator {
   void set_last_error(const std::string& msg);
 
  private:
-  void execute(Call& call);
+  // background: on the progress thread, which shares the cores with the caller's compute.
+  void execute(Call& call, bool background = false);
   const sched::Schedule& schedule_for(const sched::CollArgs& a, sched::Algo algo);
   void progress_loop();
   void wait_idle();
