@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   std::string optimizer = "adam", wire = "fp32", dtype = "f32", params = "25M";
   CLI::App app{"coral-train: synchronous data-parallel training of an MLP over Coral's all-reduce"};
   app.add_option("--dataset", cfg.dataset, "digits (bundled), fashion-mnist, or synthetic")
-      ->capture_default_str()->check(CLI::IsMember({"digits", "fashion-mnist", "synthetic"}));
+      ->capture_default_str()->check(CLI::IsMember({"digits", "fashion-mnist", "fashion", "synthetic"}));
   app.add_option("--data", cfg.data_path,
                  "digits CSV (.gz) or Fashion-MNIST directory (default: bundled / " +
                      std::string(trainer::kFashionDir) + ")");
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (cfg.dataset == "fashion") cfg.dataset = "fashion-mnist";
     cfg.optim.kind = optimizer == "sgd" ? trainer::OptimKind::Sgd : trainer::OptimKind::Adam;
     if (optimizer == "sgd" && app.count("--lr") == 0) cfg.optim.lr = 0.05;
     // The bundled digits set is small (12 steps an epoch): it needs more passes.

@@ -142,11 +142,14 @@ void Loop<T>::resume() {
       why = e.what();
     }
   }
-  int64_t meta[3] = {why.empty() ? 1 : 0, c.global_step, c.optimizer_steps};
+  // Every rank reports rank 0's reason: whichever exits first, the message is the real one.
+  int64_t meta[3] = {static_cast<int64_t>(why.size()), c.global_step, c.optimizer_steps};
   comm_.broadcast(std::span<int64_t>(meta), 0);
-  if (!meta[0])
-    throw std::runtime_error(rank_ == 0 ? fmt::format("cannot resume from {}: {}", cfg_.resume, why)
-                                        : fmt::format("rank 0 could not resume from {}", cfg_.resume));
+  if (meta[0] > 0) {
+    why.resize(static_cast<size_t>(meta[0]));
+    comm_.broadcast(std::span<uint8_t>(reinterpret_cast<uint8_t*>(why.data()), why.size()), 0);
+    throw std::runtime_error(fmt::format("cannot resume from {}: {}", cfg_.resume, why));
+  }
   if (rank_ == 0) {
     params_ = std::move(c.params);
     opt_.m() = std::move(c.m);

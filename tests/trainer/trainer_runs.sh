@@ -98,11 +98,25 @@ expect_fail "cannot be combined" --staleness 1 --checkpoint "$tmp/x"
 expect_fail "dataset" --dataset imagenet
 printf 'garbage' >"$tmp/garbage"
 expect_fail "cannot resume from .*not a coral-train checkpoint" --resume "$tmp/garbage"
-expect_fail "rank 0 could not resume" --resume "$tmp/garbage"
+out=$("$run" -n 3 "$train" --resume "$tmp/garbage" 2>&1)
+# coral-run stops the others after the first exit: whichever rank printed, it names the reason.
+if echo "$out" | grep -q 'coral-train: cannot resume from .*not a coral-train checkpoint' &&
+   ! echo "$out" | grep 'coral-train:' | grep -vq 'not a coral-train checkpoint'; then ok "every rank names the reason"
+else bad "a rank did not name the reason"; echo "$out"; fi
 expect_fail "another model" --resume "$ck" --hidden 64 --dtype f64 --batch 60
 expect_fail "global batch 60, not 128" --resume "$ck" --dtype f64
 expect_fail "8-byte parameters" --resume "$ck"
 expect_fail "grad-comm" --grad-comm fp8
+
+echo "== Fashion-MNIST, 4 ranks, default model: at least 85% test accuracy in 5 epochs"
+if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+  out=$("$run" -n 4 --timeout 600 "$train" --dataset fashion-mnist --epochs 5 --log-every 1000 2>&1)
+  acc=$(echo "$out" | sed -n 's/.*final: test accuracy \([0-9.]*\)%.*/\1/p')
+  if [ -n "$acc" ] && python3 -c "import sys; sys.exit(0 if $acc >= 85 else 1)"; then ok "fashion-mnist: $acc%"
+  else bad "fashion-mnist accuracy '${acc}'"; echo "$out" | tail -5; fi
+else
+  echo "skip: Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)"
+fi
 
 echo "trainer runs: $fails failure(s)"
 [ $fails -eq 0 ]
