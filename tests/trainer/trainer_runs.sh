@@ -101,7 +101,7 @@ expect_fail "cannot resume from .*not a coral-train checkpoint" --resume "$tmp/g
 out=$("$run" -n 3 "$train" --resume "$tmp/garbage" 2>&1)
 # coral-run stops the others after the first exit: whichever rank printed, it names the reason.
 if echo "$out" | grep -q 'coral-train: cannot resume from .*not a coral-train checkpoint' &&
-   ! echo "$out" | grep 'coral-train:' | grep -vq 'not a coral-train checkpoint'; then ok "every rank names the reason"
+   ! echo "$out" | grep 'coral-train: .*resume' | grep -vq 'not a coral-train checkpoint'; then ok "every rank names the reason"
 else bad "a rank did not name the reason"; echo "$out"; fi
 expect_fail "another model" --resume "$ck" --hidden 64 --dtype f64 --batch 60
 expect_fail "global batch 60, not 128" --resume "$ck" --dtype f64
