@@ -2,10 +2,10 @@
 # How much of the gradient all-reduce does bucketed overlap hide? Synthetic model (--params,
 # default 25M), P ranks (default 2), runs with and without overlap interleaved, --reps times.
 # hidden = 1 - wait(overlap) / wait(no overlap), from the medians of the seconds spent waiting.
-# Usage: bench/trainer/overlap.sh [--build DIR] [--ranks P] [--params N] [--steps S] [--reps R]
+# Usage: bench/trainer/overlap.sh [--build DIR] [--ranks P] [--params N] [--batch B] [--steps S] [--reps R]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=build ranks=2 params=25M steps=20 reps=3
+build=build ranks=2 params=25M steps=20 reps=3 batch=128
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -13,6 +13,7 @@ while [ $# -gt 0 ]; do
     --params) params=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -24,7 +25,7 @@ for r in $(seq "$reps"); do
     flag=""
     [ $mode = off ] && flag=--no-overlap
     line=$("$run" -n "$ranks" --no-prefix "$train" --dataset synthetic --params "$params" --optimizer sgd \
-             --batch 64 --steps "$steps" --log-every 1000 --no-replica-check $flag | grep '^final:')
+             --batch "$batch" --steps "$steps" --log-every 1000 --no-replica-check $flag | grep '^final:')
     # "...; 3.1 s training, 250 samples/s, comm wait 9.5%"
     secs=$(echo "$line" | sed -n 's/.*; \([0-9.]*\) s training.*/\1/p')
     pct=$(echo "$line" | sed -n 's/.*comm wait \([0-9.]*\)%.*/\1/p')
