@@ -1,0 +1,104 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "topology/formats.h"
+
+namespace coral::topo {
+
+using nlohmann::json;
+
+std::string to_json(const Topology& t) {
+  json devs = json::array(), links = json::array();
+  for (const Device& d : t.devices) {
+    json j{{"kind", kind_name(d.kind)}, {"id", d.id}, {"attrs", d.attrs}};
+    j["parent"] = d.parent >= 0 ? json(t.devices[d.parent].id) : json(nullptr);
+    devs.push_back(std::move(j));
+  }
+  for (const Link& l : t.links)
+    links.push_back({{"a", t.devices[l.a].id}, {"b", t.devices[l.b].id}, {"type", link_name(l.type)},
+                     {"bw", l.bw}, {"lanes", l.lanes}});
+  return json{{"format", "coral-topology"}, {"version", 1}, {"devices", devs}, {"links", links}}.dump(1);
+}
+
+namespace {
+
+const json& field(const json& j, const char* key, json::value_t type, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end()) throw Error(fmt::format("{}: missing \"{}\"", where, key));
+  bool ok = it->type() == type || (type == json::value_t::number_float && it->is_number()) ||
+            (type == json::value_t::number_integer && it->is_number_integer());
+  if (!ok) throw Error(fmt::format("{}: \"{}\" has the wrong type ({})", where, key, it->type_name()));
+  return *it;
+}
+
+}  // namespace
+
+Topology from_json(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(fmt::format("{}: not valid JSON (byte {}): {}", origin, e.byte, e.what()));
+  }
+  if (!j.is_object() || j.value("format", "") != "coral-topology")
+    throw Error(fmt::format("{}: not a coral-topology document", origin));
+  if (!j.contains("version") || j["version"] != 1)
+    throw Error(fmt::format("{}: unsupported coral-topology version", origin));
+  Topology t;
+  const json& devs = field(j, "devices", json::value_t::array, origin);
+  for (size_t i = 0; i < devs.size(); i++) {
+    std::string where = fmt::format("{}: devices[{}]", origin, i);
+    const json& d = devs[i];
+    if (!d.is_object()) throw Error(where + ": not an object");
+    Kind k;
+    try {
+      k = kind_from(field(d, "kind", json::value_t::string, where).get<std::string>());
+    } catch (const Error& e) {
+      if (std::string(e.what()).find(where) == 0) throw;
+      throw Error(where + ": " + e.what());
+    }
+    std::string id = field(d, "id", json::value_t::string, where).get<std::string>();
+    if (t.find(id) >= 0) throw Error(fmt::format("{}: duplicate id '{}'", where, id));
+    int parent = -1;
+    if (auto p = d.find("parent"); p != d.end() && !p->is_null()) {
+      if (!p->is_string()) throw Error(where + ": \"parent\" must be a string or null");
+      parent = t.find(p->get<std::string>());
+      if (parent < 0) throw Error(fmt::format("{}: parent '{}' is not listed before it", where, p->get<std::string>()));
+    }
+    std::map<std::string, std::string> attrs;
+    if (auto a = d.find("attrs"); a != d.end()) {
+      if (!a->is_object()) throw Error(where + ": \"attrs\" must be an object");
+      for (auto& [key, v] : a->items()) {
+        if (!v.is_string()) throw Error(fmt::format("{}: attrs.{} must be a string", where, key));
+        attrs[key] = v.get<std::string>();
+      }
+    }
+    t.add(k, id, parent, std::move(attrs));
+  }
+  if (j.contains("links")) {
+    const json& links = field(j, "links", json::value_t::array, origin);
+    for (size_t i = 0; i < links.size(); i++) {
+      std::string where = fmt::format("{}: links[{}]", origin, i);
+      const json& l = links[i];
+      if (!l.is_object()) throw Error(where + ": not an object");
+      int a = t.find(field(l, "a", json::value_t::string, where).get<std::string>());
+      int b = t.find(field(l, "b", json::value_t::string, where).get<std::string>());
+      if (a < 0 || b < 0) throw Error(where + ": an end names no device");
+      LinkType type;
+      try {
+        type = link_from(field(l, "type", json::value_t::string, where).get<std::string>());
+      } catch (const Error& e) {
+        if (std::string(e.what()).find(where) == 0) throw;
+        throw Error(where + ": " + e.what());
+      }
+      double bw = field(l, "bw", json::value_t::number_float, where).get<double>();
+      int lanes = l.contains("lanes") ? field(l, "lanes", json::value_t::number_integer, where).get<int>() : 0;
+      if (!(bw >= 0) || lanes < 0) throw Error(where + ": negative bandwidth or lanes");
+      t.links.push_back({a, b, type, bw, lanes});
+    }
+  }
+  return t;
+}
+
+}  // namespace coral::topo

@@ -1,0 +1,18 @@
+// Human views of the model for coral-topo: an nvidia-smi-style matrix, an indented tree, DOT.
+#pragma once
+#include <string>
+
+#include "topology/model.h"
+
+namespace coral::topo {
+
+std::string render_matrix(const Topology& t);
+std::string render_tree(const Topology& t);
+std::string render_dot(const Topology& t);
+// A short census: counts of each kind and link type.
+std::string render_summary(const Topology& t);
+
+// Several machines as one model: each copy's ids get the host's name as a prefix.
+Topology combine(const std::vector<Topology>& machines, const std::vector<std::string>& names);
+
+}  // namespace coral::topo
