@@ -40,6 +40,8 @@ Topology from_json(const std::string& text, const std::string& origin) {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw Error(fmt::format("{}: not valid JSON (byte {}): {}", origin, e.byte, e.what()));
+  } catch (const json::exception& e) {  // e.g. a number out of range
+    throw Error(fmt::format("{}: not valid JSON: {}", origin, e.what()));
   }
   if (!j.is_object() || j.value("format", "") != "coral-topology")
     throw Error(fmt::format("{}: not a coral-topology document", origin));
@@ -93,9 +95,10 @@ Topology from_json(const std::string& text, const std::string& origin) {
         throw Error(where + ": " + e.what());
       }
       double bw = field(l, "bw", json::value_t::number_float, where).get<double>();
-      int lanes = l.contains("lanes") ? field(l, "lanes", json::value_t::number_integer, where).get<int>() : 0;
-      if (!(bw >= 0) || lanes < 0) throw Error(where + ": negative bandwidth or lanes");
-      t.links.push_back({a, b, type, bw, lanes});
+      int64_t lanes = l.contains("lanes") ? field(l, "lanes", json::value_t::number_integer, where).get<int64_t>() : 0;
+      if (!(bw >= 0) || !(bw < 1e12) || lanes < 0 || lanes > 1 << 20)
+        throw Error(where + ": bandwidth or lanes out of range");
+      t.links.push_back({a, b, type, bw, static_cast<int>(lanes)});
     }
   }
   return t;

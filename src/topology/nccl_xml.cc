@@ -34,8 +34,17 @@ struct Reader {
   [[noreturn]] void fail(pugi::xml_node n, const std::string& what) const {
     throw Error(fmt::format("{}: line {}, <{}>: {}", origin, line_of(n), n.name(), what));
   }
+  // NCCL writes plain ASCII; anything else is damage, and would not survive a JSON dump.
+  void check_text(pugi::xml_node n, const std::string& s, const char* what) const {
+    for (unsigned char c : s)
+      if (c < 0x20 || c > 0x7e) fail(n, fmt::format("{} '{}' has a byte outside printable ASCII", what, s));
+  }
   std::map<std::string, std::string> attrs_of(pugi::xml_node n, const std::vector<std::string>& skip = {}) {
     std::map<std::string, std::string> a;
+    for (pugi::xml_attribute x : n.attributes()) {
+      check_text(n, x.name(), "attribute name");
+      check_text(n, x.value(), "attribute value");
+    }
     for (pugi::xml_attribute x : n.attributes())
       if (std::find(skip.begin(), skip.end(), x.name()) == skip.end()) a[x.name()] = x.value();
     return a;
@@ -53,6 +62,7 @@ struct Reader {
     int i = 0;
     for (pugi::xml_node net : n.children("net")) {
       std::string id = net.attribute("name").value();
+      check_text(net, id, "net name");
       if (id.empty()) id = fmt::format("{}/net{}", t.devices[nic_dev].id, i);
       if (t.find(id) >= 0) fail(net, fmt::format("duplicate net name '{}'", id));
       t.add(Kind::Port, id, nic_dev, attrs_of(net));
@@ -72,6 +82,7 @@ struct Reader {
   void pci(pugi::xml_node n, int parent) {
     std::string busid = n.attribute("busid").value();
     if (busid.empty()) fail(n, "missing busid");
+    check_text(n, busid, "busid");
     std::transform(busid.begin(), busid.end(), busid.begin(), ::tolower);
     if (t.find(busid) >= 0) fail(n, fmt::format("duplicate busid {}", busid));
     auto attrs = attrs_of(n, {"busid"});
@@ -86,6 +97,7 @@ struct Reader {
         for (pugi::xml_node l : c.children("nvlink")) {
           std::string target = l.attribute("target").value();
           if (target.empty()) fail(l, "missing target");
+          check_text(l, target, "target");
           std::transform(target.begin(), target.end(), target.begin(), ::tolower);
           nvlinks.push_back({d, target, l.attribute("tclass").value(), parse_int(l, "count", 1), l});
         }
@@ -141,6 +153,7 @@ Topology from_nccl_xml(const std::string& text, const std::string& origin, const
   for (pugi::xml_node c : sys.children()) {
     if (std::string(c.name()) != "cpu") continue;
     std::string numa = c.attribute("numaid").value();
+    rd.check_text(c, numa, "numaid");
     std::string id = "cpu" + (numa.empty() ? std::to_string(ncpu) : numa);
     if (rd.t.find(id) >= 0) rd.fail(c, fmt::format("duplicate numaid {}", numa));
     int cpu = rd.t.add(Kind::Cpu, id, h, rd.attrs_of(c));

@@ -1,0 +1,53 @@
+#!/bin/bash
+# coral-topo end to end: every view of a fixture, JSON and NCCL XML written and read back to the
+# same matrix, a PNG through graphviz, rings for several hosts, and clear errors for bad input.
+# Usage: coral_topo.sh CORAL_TOPO FIXTURES_DIR
+set -uo pipefail
+topo=$1
+fix=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+h100=$fix/oci-hpc_H100-topology.xml
+"$topo" -l "$h100" >"$tmp/matrix" || bad "matrix"
+grep -q "^GPU0 *X *NV18" "$tmp/matrix" && ok "matrix shows NV18 between GPUs" || bad "matrix content"
+grep -q "PXB" "$tmp/matrix" && grep -q "SYS" "$tmp/matrix" && ok "matrix has PCI classes" || bad "matrix classes"
+"$topo" -l "$h100" -f json -o "$tmp/h100.json" && "$topo" -l "$tmp/h100.json" >"$tmp/matrix2" || bad "json"
+cmp -s "$tmp/matrix" "$tmp/matrix2" && ok "JSON round trip keeps the matrix" || bad "JSON round trip"
+"$topo" -l "$h100" -f xml -o "$tmp/h100.xml" && "$topo" -l "$tmp/h100.xml" >"$tmp/matrix3" || bad "xml"
+cmp -s "$tmp/matrix" "$tmp/matrix3" && ok "NCCL XML round trip keeps the matrix" || bad "XML round trip"
+tree=$("$topo" -l "$h100" -f tree); echo "$tree" | grep -q "nvswitch" && ok "tree" || bad "tree"
+dot=$("$topo" -l "$h100" -f dot); echo "$dot" | grep -q "^graph topology" && ok "dot" || bad "dot"
+"$topo" -l "$h100" -f summary | grep -q "GPUs 8, NVSwitches 4, NICs 8 (16 ports)" && ok "summary" || bad "summary"
+out=$("$topo" -l "$h100" -f summary -r 8 --hosts 2)
+[ "$(echo "$out" | grep -o -- '-NET->' | wc -l)" = 2 ] && ok "16-rank ring crosses hosts twice" || bad "ring over hosts: $out"
+[ "$(echo "$out" | grep -o -- '-NVB->' | wc -l)" = 14 ] && ok "the other hops are NVLink via switch" || bad "ring hops"
+if command -v dot >/dev/null; then
+  "$topo" -l "$h100" -f summary --png "$tmp/h100.png" >/dev/null && head -c 4 "$tmp/h100.png" | grep -q PNG && ok "PNG" || bad "PNG"
+else
+  echo "skip: graphviz not installed, no PNG check"
+fi
+"$topo" -f summary | grep -q "hosts 1" && ok "detects this machine" || bad "detection"
+"$topo" -f json | "$topo" -l /dev/stdin -f summary >/dev/null && ok "detected model reloads" || bad "detected model reload"
+
+expect_fail() {  # expect_fail PATTERN ARGS...
+  local pat=$1
+  shift
+  local out
+  out=$("$topo" "$@" 2>&1)
+  if [ $? -eq 1 ] && echo "$out" | grep -q -- "$pat"; then ok "$* -> $pat"; else bad "$*: expected '$pat', got: $out"; fi
+}
+expect_fail 'version="2"' -l "$fix/rccl_topo_8p_pcie.xml"
+expect_fail "cannot open" -l "$tmp/missing.xml"
+head -c 300 "$h100" >"$tmp/cut.xml"
+expect_fail "line [0-9]*: malformed XML" -l "$tmp/cut.xml"
+echo '{"format": "coral-topology", "version": 1, "devices": [{"kind": "gpu"}]}' >"$tmp/bad.json"
+expect_fail 'devices\[0\]: missing "id"' -l "$tmp/bad.json"
+echo "hello" >"$tmp/text"
+expect_fail "neither JSON" -l "$tmp/text"
+
+echo "coral-topo: $fails failure(s)"
+[ $fails -eq 0 ]
