@@ -32,6 +32,17 @@ const json& field(const json& j, const char* key, json::value_t type, const std:
   return *it;
 }
 
+// Runs f; an Error that does not already say where it happened gets `where` in front.
+template <class F>
+auto located(const std::string& where, F f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind(where, 0) == 0) throw;
+    throw Error(where + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 Topology from_json(const std::string& text, const std::string& origin) {
@@ -53,13 +64,7 @@ Topology from_json(const std::string& text, const std::string& origin) {
     std::string where = fmt::format("{}: devices[{}]", origin, i);
     const json& d = devs[i];
     if (!d.is_object()) throw Error(where + ": not an object");
-    Kind k;
-    try {
-      k = kind_from(field(d, "kind", json::value_t::string, where).get<std::string>());
-    } catch (const Error& e) {
-      if (std::string(e.what()).find(where) == 0) throw;
-      throw Error(where + ": " + e.what());
-    }
+    Kind k = located(where, [&] { return kind_from(field(d, "kind", json::value_t::string, where).get<std::string>()); });
     std::string id = field(d, "id", json::value_t::string, where).get<std::string>();
     if (t.find(id) >= 0) throw Error(fmt::format("{}: duplicate id '{}'", where, id));
     int parent = -1;
@@ -87,13 +92,8 @@ Topology from_json(const std::string& text, const std::string& origin) {
       int a = t.find(field(l, "a", json::value_t::string, where).get<std::string>());
       int b = t.find(field(l, "b", json::value_t::string, where).get<std::string>());
       if (a < 0 || b < 0) throw Error(where + ": an end names no device");
-      LinkType type;
-      try {
-        type = link_from(field(l, "type", json::value_t::string, where).get<std::string>());
-      } catch (const Error& e) {
-        if (std::string(e.what()).find(where) == 0) throw;
-        throw Error(where + ": " + e.what());
-      }
+      LinkType type =
+          located(where, [&] { return link_from(field(l, "type", json::value_t::string, where).get<std::string>()); });
       double bw = field(l, "bw", json::value_t::number_float, where).get<double>();
       int64_t lanes = l.contains("lanes") ? field(l, "lanes", json::value_t::number_integer, where).get<int64_t>() : 0;
       if (!(bw >= 0) || !(bw < 1e12) || lanes < 0 || lanes > 1 << 20)
