@@ -16,6 +16,11 @@ root="$stage$prefix"
 libdir=$(dirname "$(find "$root" -name 'libcoral.so' | head -1)")
 pc=$(find "$root" -name coral.pc | head -1)
 [ -x "$root/bin/coral-run" ] || { echo "coral-run not installed"; exit 1; }
+[ -x "$root/bin/coral-topo" ] || { echo "coral-topo not installed"; exit 1; }
+if [ -x "$build/examples/trainer/coral-train" ]; then
+  [ -x "$root/bin/coral-train" ] && [ -f "$root/share/coral/digits.csv.gz" ] ||
+    { echo "coral-train or its bundled dataset not installed"; exit 1; }
+fi
 [ -f "$root/include/coral/coral.h" ] && [ -f "$root/include/coral/coral.hpp" ] || { echo "headers missing"; exit 1; }
 [ -n "$pc" ] || { echo "coral.pc missing"; exit 1; }
 # The .pc file names the final prefix; point it at the staging area.
