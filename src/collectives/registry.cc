@@ -15,24 +15,28 @@ const char* algo_name(Algo a) {
     case Algo::Chain: return "chain";
     case Algo::Dissemination: return "dissemination";
     case Algo::Direct: return "direct";
+    case Algo::Rhd: return "rhd";
+    case Algo::Tree: return "tree";
   }
   return "?";
 }
 
 Algo parse_algo(const std::string& name) {
-  for (Algo a : {Algo::Auto, Algo::Ring, Algo::RecursiveDoubling, Algo::OneShot, Algo::TwoShot, Algo::Chain})
+  for (Algo a : {Algo::Auto, Algo::Ring, Algo::Tree, Algo::Rhd, Algo::RecursiveDoubling, Algo::OneShot,
+                 Algo::TwoShot, Algo::Chain})
     if (name == algo_name(a)) return a;
-  fail(coralInvalidArgument, "unknown algorithm '" + name + "' (expected auto, ring, rd, oneshot, twoshot, chain)");
+  fail(coralInvalidArgument,
+       "unknown algorithm '" + name + "' (expected auto, ring, tree, rhd, rd, oneshot, twoshot, chain)");
 }
 
 bool supports(Coll coll, Algo algo) {
   switch (coll) {
     case Coll::AllReduce: return algo == Algo::Ring || algo == Algo::RecursiveDoubling || algo == Algo::OneShot ||
-                                  algo == Algo::TwoShot;
+                                  algo == Algo::TwoShot || algo == Algo::Rhd;
     case Coll::ReduceScatter:
-    case Coll::AllGather: return algo == Algo::Ring;
+    case Coll::AllGather: return algo == Algo::Ring || algo == Algo::Rhd;
     case Coll::Broadcast:
-    case Coll::Reduce: return algo == Algo::Chain;
+    case Coll::Reduce: return algo == Algo::Chain || algo == Algo::Tree;
     case Coll::Barrier: return algo == Algo::Dissemination;
     case Coll::Send:
     case Coll::Recv: return algo == Algo::Direct;
@@ -59,11 +63,12 @@ Schedule build(const CollArgs& a, Algo algo) {
       if (algo == Algo::RecursiveDoubling) return allreduce_rd(a);
       if (algo == Algo::OneShot) return allreduce_oneshot(a);
       if (algo == Algo::TwoShot) return allreduce_twoshot(a);
+      if (algo == Algo::Rhd) return allreduce_rhd(a);
       return allreduce_ring(a);
-    case Coll::ReduceScatter: return reduce_scatter_ring(a);
-    case Coll::AllGather: return allgather_ring(a);
-    case Coll::Broadcast: return broadcast_chain(a);
-    case Coll::Reduce: return reduce_chain(a);
+    case Coll::ReduceScatter: return algo == Algo::Rhd ? reduce_scatter_rhd(a) : reduce_scatter_ring(a);
+    case Coll::AllGather: return algo == Algo::Rhd ? allgather_rhd(a) : allgather_ring(a);
+    case Coll::Broadcast: return algo == Algo::Tree ? broadcast_tree(a) : broadcast_chain(a);
+    case Coll::Reduce: return algo == Algo::Tree ? reduce_tree(a) : reduce_chain(a);
     case Coll::Barrier: return barrier_dissemination(a);
     case Coll::Send:
     case Coll::Recv: return sendrecv_p2p(a);

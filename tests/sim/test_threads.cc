@@ -74,7 +74,7 @@ TEST_CASE("all collectives on thread ranks, P in {1,2,3,4,5,8}") {
 }
 
 TEST_CASE("every all-reduce algorithm is exact when forced") {
-  for (const char* algo : {"ring", "rd", "oneshot", "twoshot"}) {
+  for (const char* algo : {"ring", "rd", "oneshot", "twoshot", "rhd"}) {
     setenv("CORAL_ALGO", algo, 1);
     for (int p : {3, 4}) {
       INFO(algo << " P=" << p);
@@ -88,6 +88,34 @@ TEST_CASE("every all-reduce algorithm is exact when forced") {
             std::string e = checks::run_case(run, rank, comm.nranks(), {checks::Coll::AllReduce, coralFloat32, op, n, false, 0});
             if (!e.empty()) return e;
           }
+        return std::string();
+      }) == "");
+    }
+  }
+  unsetenv("CORAL_ALGO");
+}
+
+TEST_CASE("log-latency variants of the other collectives are exact when forced") {
+  // rhd: recursive halving reduce-scatter, recursive doubling all-gather; tree: binomial
+  // broadcast and reduce (other collectives fall back to their default under each).
+  for (const char* algo : {"rhd", "tree"}) {
+    setenv("CORAL_ALGO", algo, 1);
+    for (int p : {3, 4, 5}) {
+      INFO(algo << " P=" << p);
+      REQUIRE(on_threads(p, std::string("log") + algo + std::to_string(p), [](int rank, coral::Communicator& comm) {
+        checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
+          comm.run(to_call(c, s, r, n, t, op, root));
+          return coralSuccess;
+        };
+        for (checks::Coll c : {checks::Coll::ReduceScatter, checks::Coll::AllGather, checks::Coll::Broadcast,
+                               checks::Coll::Reduce})
+          for (size_t n : {size_t(0), size_t(5), size_t(100003)})
+            for (bool in_place : {false, true})
+              for (int root : {0, comm.nranks() - 1}) {
+                coralRedOp_t op = n == 5 ? coralAvg : coralSum;
+                std::string e = checks::run_case(run, rank, comm.nranks(), {c, coralFloat32, op, n, in_place, root});
+                if (!e.empty()) return e;
+              }
         return std::string();
       }) == "");
     }
@@ -182,7 +210,7 @@ TEST_CASE("mismatched collectives fail with a clear error instead of hanging") {
 }
 
 TEST_CASE("every rank gets bit-identical results from inexact float inputs") {
-  for (const char* algo : {"auto", "ring", "rd", "oneshot", "twoshot"}) {
+  for (const char* algo : {"auto", "ring", "rd", "oneshot", "twoshot", "rhd"}) {
     setenv("CORAL_ALGO", algo, 1);
     for (int p : {3, 4, 5}) {
       std::vector<std::vector<float>> results(p);

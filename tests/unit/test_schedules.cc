@@ -79,6 +79,27 @@ TEST_CASE("chain broadcast and reduce hold for every root") {
       }
 }
 
+TEST_CASE("recursive halving/doubling: all-reduce, reduce-scatter and all-gather, any P") {
+  for (int p = 1; p <= 70; ++p)
+    for (size_t n : counts_for(p))
+      for (size_t chunk : {size_t(2), size_t(1) << 20}) {
+        if (chunk == 2 && p > 20 && n > 13) continue;  // one message per two elements: slow
+        check(Coll::AllReduce, Algo::Rhd, p, n, chunk, coralSum, p % 2 == 0);
+        check(Coll::AllReduce, Algo::Rhd, p, n, chunk, coralAvg, p % 2 == 1);
+        check(Coll::ReduceScatter, Algo::Rhd, p, n, chunk, p % 3 ? coralSum : coralAvg, p % 2 == 0);
+        check(Coll::AllGather, Algo::Rhd, p, n, chunk, coralSum, p % 2 == 1);
+      }
+}
+
+TEST_CASE("binomial-tree broadcast and reduce hold for every root") {
+  for (int p : {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 31, 33})
+    for (int root = 0; root < p; ++root)
+      for (size_t n : {size_t(0), size_t(1), size_t(37)}) {
+        check(Coll::Broadcast, Algo::Tree, p, n, 5, coralSum, root % 2 == 0, root);
+        check(Coll::Reduce, Algo::Tree, p, n, 5, root % 3 ? coralSum : coralAvg, root % 2 == 1, root);
+      }
+}
+
 TEST_CASE("barrier and send/recv schedules are well formed") {
   for (int p = 1; p <= 64; ++p) check(Coll::Barrier, Algo::Dissemination, p, 0, 1, coralSum, false);
   for (int p = 1; p <= 17; ++p) {
@@ -181,5 +202,7 @@ TEST_CASE("algorithm names parse and unknown ones are rejected") {
   CHECK(parse_algo("ring") == Algo::Ring);
   CHECK(parse_algo("rd") == Algo::RecursiveDoubling);
   CHECK(parse_algo("auto") == Algo::Auto);
+  CHECK(parse_algo("rhd") == Algo::Rhd);
+  CHECK(parse_algo("tree") == Algo::Tree);
   CHECK_THROWS_WITH(parse_algo("bogus"), Catch::Contains("bogus"));
 }
