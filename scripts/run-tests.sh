@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
 scripts/build.sh || exit 1
 build=${BUILD_DIR:-build}
-meson test -C "$build" --print-errorlogs --num-processes 1 "$@"
+meson test -C "$build" --print-errorlogs --num-processes 1 --no-suite long "$@"
 rc=$?
 python3 - "$build/meson-logs/testlog.json" <<'PY'
 import json, sys

@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <optional>
+#include <unordered_map>
 #include <stdexcept>
 
 namespace coral::sched {
@@ -63,10 +64,15 @@ using Msg = std::vector<Elem>;
 struct Sim {
   int p;
   std::vector<RankState> ranks;
-  std::vector<std::deque<Msg>> chan;  // chan[from * p + to]
+  // Keyed by from * p + to; created on first use (P^2 empty deques cost too much at P = 4096).
+  std::unordered_map<uint64_t, std::deque<Msg>> chan;
   std::string err;
 
-  std::deque<Msg>& ch(int from, int to) { return chan[static_cast<size_t>(from) * p + to]; }
+  std::deque<Msg>& ch(int from, int to) { return chan[static_cast<uint64_t>(from) * p + to]; }
+  size_t queued(int from, int to) const {
+    auto it = chan.find(static_cast<uint64_t>(from) * p + to);
+    return it == chan.end() ? 0 : it->second.size();
+  }
 
   // Runs the next step of rank r if it can proceed; returns whether it did.
   bool step(int r) {
@@ -85,8 +91,8 @@ struct Sim {
         return false;
       }
     }
-    if (needs_in && ch(s.peer, r).empty()) return false;
-    if (out >= 0 && ch(r, out).size() >= static_cast<size_t>(kMinInFlight)) return false;
+    if (needs_in && queued(s.peer, r) == 0) return false;
+    if (out >= 0 && queued(r, out) >= static_cast<size_t>(kMinInFlight)) return false;
     Msg in;
     if (needs_in) {
       in = std::move(ch(s.peer, r).front());
@@ -148,7 +154,7 @@ VerifyResult verify(const CollArgs& args, Algo algo, bool in_place) {
 VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(const CollArgs&)>& builder,
                          bool in_place) {
   const int p = args.nranks;
-  Sim sim{p, std::vector<RankState>(p), std::vector<std::deque<Msg>>(static_cast<size_t>(p) * p), {}};
+  Sim sim{p, std::vector<RankState>(p), {}, {}};
   const size_t n = args.count;
   for (int r = 0; r < p; ++r) {
     CollArgs a = args;
@@ -184,7 +190,7 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
       return {false, fmt::format("deadlock: rank {} blocked at step {} ({} peer {})", r, rs.pc,
                                  op_kind_name(rs.sched.steps[rs.pc].kind), rs.sched.steps[rs.pc].peer)};
   }
-  for (const auto& c : sim.chan)
+  for (const auto& [key, c] : sim.chan)
     if (!c.empty()) return {false, "a message was sent that nobody received"};
   // Postconditions.
   const uint8_t want_scaled = args.op == coralAvg && p > 1 ? 1 : 0;

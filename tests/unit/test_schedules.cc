@@ -1,6 +1,9 @@
 // The symbolic checker proves every builder's postcondition and deadlock freedom.
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <thread>
+
 #include "collectives/registry.h"
 #include "collectives/verify.h"
 
@@ -28,7 +31,83 @@ void check(Coll coll, Algo algo, int p, size_t count, size_t chunk, coralRedOp_t
   REQUIRE(r.ok);
 }
 
+struct Combo {
+  Coll coll;
+  Algo algo;
+};
+const Combo kCombos[] = {
+    {Coll::AllReduce, Algo::Ring},      {Coll::AllReduce, Algo::RecursiveDoubling},
+    {Coll::AllReduce, Algo::Rhd},       {Coll::AllReduce, Algo::TwoShot},
+    {Coll::AllReduce, Algo::OneShot},   {Coll::ReduceScatter, Algo::Ring},
+    {Coll::ReduceScatter, Algo::Rhd},   {Coll::AllGather, Algo::Ring},
+    {Coll::AllGather, Algo::Rhd},       {Coll::Broadcast, Algo::Chain},
+    {Coll::Broadcast, Algo::Tree},      {Coll::Reduce, Algo::Chain},
+    {Coll::Reduce, Algo::Tree},         {Coll::Barrier, Algo::Dissemination},
+};
+
+// Every algorithm of every collective at P, over `counts` (per-rank counts for RS/AG), with
+// P worker threads' worth of cases split over two threads.
+void sweep(const std::vector<int>& ps, const std::function<std::vector<size_t>(int, Combo)>& counts) {
+  std::vector<std::string> errors(2);
+  auto work = [&](int part) {
+    for (size_t i = part; i < ps.size(); i += 2) {
+      int p = ps[i];
+      for (const Combo& c : kCombos)
+        for (size_t n : c.coll == Coll::Barrier ? std::vector<size_t>{0} : counts(p, c)) {
+          CollArgs a;
+          a.coll = c.coll;
+          a.count = n;
+          a.nranks = p;
+          a.chunk = 1 << 20;
+          a.root = p / 2;
+          a.op = n % 2 ? coralAvg : coralSum;
+          VerifyResult r = verify(a, c.algo, p % 2 == 0);
+          if (!r.ok || !r.error.empty()) {
+            errors[part] = std::string(coll_name(c.coll)) + " " + algo_name(c.algo) + " P=" + std::to_string(p) +
+                           " count=" + std::to_string(n) + ": " + r.error;
+            return;
+          }
+        }
+    }
+  };
+  std::thread t(work, 1);
+  work(0);
+  t.join();
+  CHECK(errors[0] == "");
+  CHECK(errors[1] == "");
+}
+
 }  // namespace
+
+TEST_CASE("every algorithm of every collective holds for P = 1..160 and a stride to 512") {
+  // Every P up to 512 with every count is the long test (minutes); this one runs in CI.
+  std::vector<int> ps;
+  for (int p = 1; p <= 512; p += p < 160 ? 1 : 7) ps.push_back(p);
+  ps.push_back(512);
+  // Reduce-scatter and all-gather counts are per rank (P times more elements in all); one-shot
+  // moves P^2 count elements, so it keeps to small counts here (and gets P-1, P+1 up to 64).
+  // The counts rotate with P so that every P meets two of them and every count meets every
+  // algorithm often (the full set for every P is the long test below).
+  sweep(ps, [](int p, Combo c) {
+    bool per_rank = c.coll == Coll::ReduceScatter || c.coll == Coll::AllGather || c.algo == Algo::OneShot;
+    std::vector<size_t> pool = {0, 1, 13, 2, static_cast<size_t>(p - 1), static_cast<size_t>(p + 1)};
+    size_t k = per_rank ? 4 : 6;
+    return std::vector<size_t>{pool[static_cast<size_t>(p) % k], pool[static_cast<size_t>(p + 3) % k]};
+  });
+}
+
+TEST_CASE("long: every P from 1 to 512 with every count, and a sample of P up to 4096", "[.][long]") {
+  std::vector<int> ps;
+  for (int p = 1; p <= 512; p++) ps.push_back(p);
+  sweep(ps, [](int p, Combo) {
+    return std::vector<size_t>{0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p + 1), 101, 1001};
+  });
+  sweep({600, 777, 1000, 1024, 1500, 2048, 3000, 4095, 4096}, [](int p, Combo c) {
+    if (c.coll == Coll::ReduceScatter || c.coll == Coll::AllGather || c.algo == Algo::OneShot)
+      return std::vector<size_t>{1, 3};
+    return std::vector<size_t>{1, static_cast<size_t>(p + 1), 997};
+  });
+}
 
 TEST_CASE("ring reduce-scatter, all-gather and all-reduce hold for P = 1..64") {
   for (int p = 1; p <= 64; ++p)
