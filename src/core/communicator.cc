@@ -64,7 +64,9 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   log::set_thread_rank(rank);
   timeout_s_ = config::get_double("CORAL_TIMEOUT");
   if (!(timeout_s_ > 0)) fail(coralInvalidArgument, "CORAL_TIMEOUT must be positive");
-  tune_.forced = sched::parse_algo(config::get_string("CORAL_ALGO"));
+  sched::Overrides over = sched::parse_overrides(config::get_string("CORAL_ALGO"));
+  tune_.forced = over.all;
+  tune_.rules = std::move(over.rules);
   tune_.small_bytes = config::get_bytes("CORAL_SMALL_BYTES");
   spin_ = static_cast<int>(config::get_int("CORAL_SPIN"));
   if (spin_ < 0) fail(coralInvalidArgument, "CORAL_SPIN must be >= 0");

@@ -24,7 +24,9 @@ const std::vector<Knob>& knobs() {
        "Hex per-job secret every connection must present (set by coral-run)."},
       {"CORAL_HOSTID", Type::String, "",
        "Overrides the host identity (default: hostname + boot id + network namespace)."},
-      {"CORAL_ALGO", Type::String, "auto", "Force an algorithm: auto, ring, rd, chain."},
+      {"CORAL_ALGO", Type::String, "auto",
+       "Force an algorithm (auto, ring, tree, rhd, rd, oneshot, twoshot, chain) for every collective that has it, "
+       "or per size: allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64K:tree"},
       {"CORAL_SMALL_BYTES", Type::Bytes, "16K",
        "All-reduce messages up to this size use the latency-optimal path in auto mode."},
       {"CORAL_SHM_SLOT_BYTES", Type::Bytes, "256K", "Bytes per shared-memory FIFO slot."},

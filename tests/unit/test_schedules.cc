@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "collectives/registry.h"
+#include "collectives/tuner/select.h"
 #include "collectives/verify.h"
 
 using namespace coral::sched;
@@ -284,4 +285,48 @@ TEST_CASE("algorithm names parse and unknown ones are rejected") {
   CHECK(parse_algo("rhd") == Algo::Rhd);
   CHECK(parse_algo("tree") == Algo::Tree);
   CHECK_THROWS_WITH(parse_algo("bogus"), Catch::Contains("bogus"));
+}
+
+TEST_CASE("CORAL_ALGO: one name, or size ranges per collective, with clear errors") {
+  Overrides o = parse_overrides("rhd");
+  CHECK(o.all == Algo::Rhd);
+  CHECK(o.rules.empty());
+  o = parse_overrides("allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64k:tree");
+  REQUIRE(o.rules.size() == 4);
+  TuneParams t;
+  t.rules = o.rules;
+  t.single_host = true;
+  auto pick = [&](Coll c, size_t count, int p = 4) {
+    CollArgs a;
+    a.coll = c;
+    a.count = count;
+    a.nranks = p;
+    a.dtype = coralFloat32;
+    return select_algo(a, t);
+  };
+  CHECK(pick(Coll::AllReduce, 2) == Algo::OneShot);            // 8 B
+  CHECK(pick(Coll::AllReduce, 1023) == Algo::OneShot);         // 4092 B
+  CHECK(pick(Coll::AllReduce, 1024) == Algo::Rhd);             // 4 KiB
+  CHECK(pick(Coll::AllReduce, (1 << 18) - 1) == Algo::Rhd);
+  CHECK(pick(Coll::AllReduce, 1 << 18) == Algo::Ring);         // 1 MiB
+  CHECK(pick(Coll::Broadcast, 100) == Algo::Tree);
+  CHECK(pick(Coll::Broadcast, 1 << 20) == default_algo(Coll::Broadcast));  // outside: the tuner's
+  CHECK(parse_overrides("auto").all == Algo::Auto);
+  CHECK(parse_overrides("reducescatter:0-:rhd").rules[0].hi == SIZE_MAX);
+  auto error = [](const std::string& s) {
+    try {
+      parse_overrides(s);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error("warp"), Catch::Contains("unknown algorithm 'warp'"));
+  CHECK_THAT(error("allreduce:0-4K:oneshot,2K-8K:ring"), Catch::Contains("overlaps"));
+  CHECK_THAT(error("allreduce:4K-1K:ring"), Catch::Contains("empty range"));
+  CHECK_THAT(error("allreduce:0-4Q:ring"), Catch::Contains("'4Q' is not a size"));
+  CHECK_THAT(error("allreduce:0-4K"), Catch::Contains("lo-hi:algorithm"));
+  CHECK_THAT(error("allgather:0-:tree"), Catch::Contains("allgather has no algorithm 'tree'"));
+  CHECK_THAT(error("alltoall:0-:ring"), Catch::Contains("unknown collective 'alltoall'"));
+  CHECK_THAT(error("allreduce:0-:auto"), Catch::Contains("no algorithm 'auto'"));
 }

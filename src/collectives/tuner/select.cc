@@ -5,6 +5,11 @@
 namespace coral::sched {
 
 Algo select_algo(const CollArgs& a, const TuneParams& t) {
+  if (!t.rules.empty()) {
+    size_t bytes = message_bytes(a);
+    for (const SizeRule& r : t.rules)
+      if (r.coll == a.coll && bytes >= r.lo && bytes < r.hi) return r.algo;
+  }
   if (t.forced != Algo::Auto && supports(a.coll, t.forced)) return t.forced;
   if (a.coll == Coll::AllReduce) {
     size_t bytes = a.count * kernels::dtype_size(a.dtype);

@@ -1,11 +1,13 @@
 // Chooses the algorithm for one call: a pure function of the call and the tuning parameters.
 #pragma once
 #include "collectives/registry.h"
+#include "collectives/tuner/override.h"
 
 namespace coral::sched {
 
 struct TuneParams {
-  Algo forced = Algo::Auto;  // CORAL_ALGO
+  Algo forced = Algo::Auto;  // CORAL_ALGO as one name
+  std::vector<SizeRule> rules;  // CORAL_ALGO as size ranges (they win over `forced`)
   size_t small_bytes = 16384;  // CORAL_SMALL_BYTES: latency path up to here
   int oneshot_max_ranks = 8;   // one-shot's P-1 messages per rank only pay off for few ranks
   bool single_host = false;    // every rank shares memory with every other

@@ -1,0 +1,93 @@
+#include "collectives/tuner/override.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <limits>
+
+#include "core/error.h"
+#include "kernels/reduce.h"
+
+namespace coral::sched {
+namespace {
+
+[[noreturn]] void bad(const std::string& text, const std::string& what) {
+  fail(coralInvalidArgument, fmt::format("CORAL_ALGO '{}': {}", text, what));
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); i++)
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
+size_t parse_size(const std::string& text, const std::string& s) {
+  size_t i = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) i++;
+  if (i == 0 || i > 15) bad(text, fmt::format("'{}' is not a size (bytes, with K, M or G)", s));
+  size_t v = std::stoull(s.substr(0, i));
+  std::string suf = s.substr(i);
+  if (suf == "K" || suf == "k") v <<= 10;
+  else if (suf == "M" || suf == "m") v <<= 20;
+  else if (suf == "G" || suf == "g") v <<= 30;
+  else if (!suf.empty()) bad(text, fmt::format("'{}' is not a size (bytes, with K, M or G)", s));
+  return v;
+}
+
+Coll parse_coll(const std::string& text, const std::string& s) {
+  for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce})
+    if (s == coll_name(c)) return c;
+  bad(text, fmt::format("unknown collective '{}' (allreduce, reducescatter, allgather, broadcast, reduce)", s));
+}
+
+Algo algo_of(const std::string& text, const std::string& name) {
+  try {
+    return parse_algo(name);
+  } catch (const Error& e) {
+    bad(text, e.what());
+  }
+}
+
+}  // namespace
+
+Overrides parse_overrides(const std::string& text) {
+  Overrides o;
+  if (text.find(':') == std::string::npos) {
+    o.all = algo_of(text, text);
+    return o;
+  }
+  for (const std::string& part : split(text, ';')) {
+    size_t colon = part.find(':');
+    if (colon == std::string::npos) bad(text, fmt::format("'{}' should be collective:range:algorithm,...", part));
+    Coll coll = parse_coll(text, part.substr(0, colon));
+    for (const std::string& item : split(part.substr(colon + 1), ',')) {
+      size_t c2 = item.rfind(':'), dash = item.find('-');
+      if (c2 == std::string::npos || dash == std::string::npos || dash > c2)
+        bad(text, fmt::format("'{}' should be lo-hi:algorithm (hi may be empty)", item));
+      size_t lo = parse_size(text, item.substr(0, dash));
+      std::string his = item.substr(dash + 1, c2 - dash - 1);
+      size_t hi = his.empty() ? std::numeric_limits<size_t>::max() : parse_size(text, his);
+      if (hi <= lo) bad(text, fmt::format("empty range '{}'", item.substr(0, c2)));
+      Algo algo = algo_of(text, item.substr(c2 + 1));
+      if (algo == Algo::Auto || !supports(coll, algo))
+        bad(text, fmt::format("{} has no algorithm '{}'", coll_name(coll), algo_name(algo)));
+      for (const SizeRule& r : o.rules)
+        if (r.coll == coll && lo < r.hi && r.lo < hi)
+          bad(text, fmt::format("range '{}' of {} overlaps another", item.substr(0, c2), coll_name(coll)));
+      o.rules.push_back({coll, lo, hi, algo});
+    }
+  }
+  return o;
+}
+
+size_t message_bytes(const CollArgs& a) {
+  size_t b = a.count * kernels::dtype_size(a.dtype);
+  return a.coll == Coll::ReduceScatter || a.coll == Coll::AllGather ? b * static_cast<size_t>(a.nranks) : b;
+}
+
+}  // namespace coral::sched
