@@ -42,9 +42,12 @@ std::string dump(const Schedule& s) {
   std::string out = fmt::format("# {} rank {}/{}: {} steps\n", s.algo, s.rank, s.nranks, s.steps.size());
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
-    out += fmt::format("{:5} {:<17} in={:<3} out={:<3} src={:<14} dst={:<14} n={}\n", i,
-                       op_kind_name(st.kind), st.peer, st.peer_out, ref_str(st.src), ref_str(st.dst),
-                       st.count);
+    bool send = st.kind == OpKind::Send;
+    bool in = !send && st.peer >= 0;
+    int to = send ? st.peer : st.peer_out;
+    out += fmt::format("{:5} {:<17} from={:<4} to={:<4} src={:<14} dst={:<14} n={}\n", i, op_kind_name(st.kind),
+                       in ? std::to_string(st.peer) : "-", to >= 0 ? std::to_string(to) : "-", ref_str(st.src),
+                       ref_str(st.dst), st.count);
   }
   return out;
 }

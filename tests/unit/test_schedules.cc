@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "collectives/registry.h"
+#include "collectives/simulate.h"
 #include "collectives/tuner/select.h"
 #include "collectives/verify.h"
 
@@ -329,4 +330,46 @@ TEST_CASE("CORAL_ALGO: one name, or size ranges per collective, with clear error
   CHECK_THAT(error("allgather:0-:tree"), Catch::Contains("allgather has no algorithm 'tree'"));
   CHECK_THAT(error("alltoall:0-:ring"), Catch::Contains("unknown collective 'alltoall'"));
   CHECK_THAT(error("allreduce:0-:auto"), Catch::Contains("no algorithm 'auto'"));
+}
+
+TEST_CASE("simulator matches the closed forms of ring, recursive doubling, rhd and the chain") {
+  const LinkCost l{2e-6, 1e-9};  // 2 us, 1 GB/s
+  const double a = l.alpha, b = l.beta;
+  auto time = [&](Coll coll, Algo algo, int p, size_t count, size_t chunk = size_t(1) << 40) {
+    CollArgs x;
+    x.coll = coll;
+    x.count = count;
+    x.nranks = p;
+    x.chunk = chunk;
+    x.dtype = coralFloat32;
+    SimResult r = simulate(x, algo, Cluster::uniform(p, p, l, l));
+    REQUIRE(r.error == "");
+    return r.seconds;
+  };
+  for (int p : {2, 4, 8, 16}) {
+    INFO("P=" << p);
+    const size_t count = 4096 * p;
+    const double s = 4.0 * count;
+    CHECK(time(Coll::AllReduce, Algo::Ring, p, count) == Approx(2 * (p - 1) * (a + s / p * b)));
+    int lg = 0;
+    while ((1 << lg) < p) lg++;
+    CHECK(time(Coll::AllReduce, Algo::RecursiveDoubling, p, count) == Approx(lg * (a + s * b)));
+    CHECK(time(Coll::AllReduce, Algo::Rhd, p, count) == Approx(2 * lg * a + 2 * s * (p - 1) / p * b));
+    const size_t chunks = 8, chunk = count / chunks;
+    // Pipelined: latency once per hop, then the sender's port paces the remaining chunks.
+    CHECK(time(Coll::Broadcast, Algo::Chain, p, count, chunk) ==
+          Approx((p - 1) * (a + 4.0 * chunk * b) + (chunks - 1) * 4.0 * chunk * b));
+  }
+  // Two hosts joined by a link 8x slower than inside them: the network's share dominates.
+  LinkCost slow{10e-6, 8e-9};
+  CollArgs x;
+  x.coll = Coll::AllReduce;
+  x.count = 1 << 20;
+  x.nranks = 8;
+  x.chunk = size_t(1) << 40;
+  SimResult two = simulate(x, Algo::Ring, Cluster::uniform(8, 4, l, slow));
+  SimResult one = simulate(x, Algo::Ring, Cluster::uniform(8, 8, l, l));
+  CHECK(two.seconds > 7 * one.seconds);
+  CHECK(bus_factor(Coll::AllReduce, 4) == Approx(1.5));
+  CHECK(bus_factor(Coll::Broadcast, 4) == Approx(1));
 }
