@@ -32,7 +32,7 @@ Algo parse_algo(const std::string& name) {
 bool supports(Coll coll, Algo algo) {
   switch (coll) {
     case Coll::AllReduce: return algo == Algo::Ring || algo == Algo::RecursiveDoubling || algo == Algo::OneShot ||
-                                  algo == Algo::TwoShot || algo == Algo::Rhd;
+                                  algo == Algo::TwoShot || algo == Algo::Rhd || algo == Algo::Tree;
     case Coll::ReduceScatter:
     case Coll::AllGather: return algo == Algo::Ring || algo == Algo::Rhd;
     case Coll::Broadcast:
@@ -64,6 +64,7 @@ Schedule build(const CollArgs& a, Algo algo) {
       if (algo == Algo::OneShot) return allreduce_oneshot(a);
       if (algo == Algo::TwoShot) return allreduce_twoshot(a);
       if (algo == Algo::Rhd) return allreduce_rhd(a);
+      if (algo == Algo::Tree) return allreduce_tree(a);
       return allreduce_ring(a);
     case Coll::ReduceScatter: return algo == Algo::Rhd ? reduce_scatter_rhd(a) : reduce_scatter_ring(a);
     case Coll::AllGather: return algo == Algo::Rhd ? allgather_rhd(a) : allgather_ring(a);

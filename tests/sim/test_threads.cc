@@ -74,7 +74,7 @@ TEST_CASE("all collectives on thread ranks, P in {1,2,3,4,5,8}") {
 }
 
 TEST_CASE("every all-reduce algorithm is exact when forced") {
-  for (const char* algo : {"ring", "rd", "oneshot", "twoshot", "rhd"}) {
+  for (const char* algo : {"ring", "rd", "oneshot", "twoshot", "rhd", "tree"}) {
     setenv("CORAL_ALGO", algo, 1);
     for (int p : {3, 4}) {
       INFO(algo << " P=" << p);
@@ -210,7 +210,7 @@ TEST_CASE("mismatched collectives fail with a clear error instead of hanging") {
 }
 
 TEST_CASE("every rank gets bit-identical results from inexact float inputs") {
-  for (const char* algo : {"auto", "ring", "rd", "oneshot", "twoshot", "rhd"}) {
+  for (const char* algo : {"auto", "ring", "rd", "oneshot", "twoshot", "rhd", "tree"}) {
     setenv("CORAL_ALGO", algo, 1);
     for (int p : {3, 4, 5}) {
       std::vector<std::vector<float>> results(p);

@@ -4,6 +4,7 @@
 #include <functional>
 #include <thread>
 
+#include "collectives/patterns/dbtree.h"
 #include "collectives/registry.h"
 #include "collectives/simulate.h"
 #include "collectives/tuner/select.h"
@@ -40,7 +41,8 @@ struct Combo {
 const Combo kCombos[] = {
     {Coll::AllReduce, Algo::Ring},      {Coll::AllReduce, Algo::RecursiveDoubling},
     {Coll::AllReduce, Algo::Rhd},       {Coll::AllReduce, Algo::TwoShot},
-    {Coll::AllReduce, Algo::OneShot},   {Coll::ReduceScatter, Algo::Ring},
+    {Coll::AllReduce, Algo::OneShot},   {Coll::AllReduce, Algo::Tree},
+    {Coll::ReduceScatter, Algo::Ring},
     {Coll::ReduceScatter, Algo::Rhd},   {Coll::AllGather, Algo::Ring},
     {Coll::AllGather, Algo::Rhd},       {Coll::Broadcast, Algo::Chain},
     {Coll::Broadcast, Algo::Tree},      {Coll::Reduce, Algo::Chain},
@@ -169,6 +171,39 @@ TEST_CASE("recursive halving/doubling: all-reduce, reduce-scatter and all-gather
         check(Coll::AllReduce, Algo::Rhd, p, n, chunk, coralAvg, p % 2 == 1);
         check(Coll::ReduceScatter, Algo::Rhd, p, n, chunk, p % 3 ? coralSum : coralAvg, p % 2 == 0);
         check(Coll::AllGather, Algo::Rhd, p, n, chunk, coralSum, p % 2 == 1);
+      }
+}
+
+TEST_CASE("double binary trees: two well-formed trees, complementary leaves, log depth") {
+  for (int p = 1; p <= 300; p++) {
+    std::vector<int> leaf_in(p, 0);
+    for (int t = 0; t < 2; t++) {
+      int roots = 0, depth_max = 0;
+      for (int r = 0; r < p; r++) {
+        auto n = coral::patterns::dbtree_node(r, p, t);
+        roots += n.parent < 0;
+        REQUIRE(n.children.size() <= 2);
+        if (n.children.empty()) leaf_in[r]++;
+        for (int c : n.children) REQUIRE(coral::patterns::dbtree_node(c, p, t).parent == r);
+        int d = 0;
+        for (int q = r; coral::patterns::dbtree_node(q, p, t).parent >= 0; q = coral::patterns::dbtree_node(q, p, t).parent)
+          REQUIRE(++d <= p);
+        depth_max = std::max(depth_max, d);
+      }
+      INFO("P=" << p << " tree " << t);
+      CHECK(roots == 1);
+      int lg = 0;
+      while ((1 << lg) < p) lg++;
+      CHECK(depth_max <= lg + 1);
+    }
+    if (p % 2 == 0 && p > 2)
+      for (int r = 0; r < p; r++) CHECK(leaf_in[r] <= 1);  // never a leaf in both trees
+  }
+  for (int p = 1; p <= 64; ++p)
+    for (size_t n : counts_for(p))
+      for (size_t chunk : {size_t(3), size_t(1) << 20}) {
+        check(Coll::AllReduce, Algo::Tree, p, n, chunk, coralSum, p % 2 == 0);
+        check(Coll::AllReduce, Algo::Tree, p, n, chunk, coralAvg, p % 2 == 1);
       }
 }
 
