@@ -29,6 +29,7 @@ Schedule allreduce_oneshot(const CollArgs& a);
 Schedule allreduce_twoshot(const CollArgs& a);
 Schedule allreduce_rhd(const CollArgs& a);
 Schedule allreduce_tree(const CollArgs& a);
+Schedule allreduce_hier(const CollArgs& a);
 Schedule reduce_scatter_ring(const CollArgs& a);
 Schedule reduce_scatter_rhd(const CollArgs& a);
 Schedule allgather_rhd(const CollArgs& a);

@@ -17,22 +17,24 @@ const char* algo_name(Algo a) {
     case Algo::Direct: return "direct";
     case Algo::Rhd: return "rhd";
     case Algo::Tree: return "tree";
+    case Algo::Hier: return "hier";
   }
   return "?";
 }
 
 Algo parse_algo(const std::string& name) {
   for (Algo a : {Algo::Auto, Algo::Ring, Algo::Tree, Algo::Rhd, Algo::RecursiveDoubling, Algo::OneShot,
-                 Algo::TwoShot, Algo::Chain})
+                 Algo::Hier, Algo::TwoShot, Algo::Chain})
     if (name == algo_name(a)) return a;
   fail(coralInvalidArgument,
-       "unknown algorithm '" + name + "' (expected auto, ring, tree, rhd, rd, oneshot, twoshot, chain)");
+       "unknown algorithm '" + name + "' (expected auto, ring, tree, rhd, rd, oneshot, hier, twoshot, chain)");
 }
 
 bool supports(Coll coll, Algo algo) {
   switch (coll) {
     case Coll::AllReduce: return algo == Algo::Ring || algo == Algo::RecursiveDoubling || algo == Algo::OneShot ||
-                                  algo == Algo::TwoShot || algo == Algo::Rhd || algo == Algo::Tree;
+                                  algo == Algo::TwoShot || algo == Algo::Rhd || algo == Algo::Tree ||
+                                  algo == Algo::Hier;
     case Coll::ReduceScatter:
     case Coll::AllGather: return algo == Algo::Ring || algo == Algo::Rhd;
     case Coll::Broadcast:
@@ -65,6 +67,7 @@ Schedule build(const CollArgs& a, Algo algo) {
       if (algo == Algo::TwoShot) return allreduce_twoshot(a);
       if (algo == Algo::Rhd) return allreduce_rhd(a);
       if (algo == Algo::Tree) return allreduce_tree(a);
+      if (algo == Algo::Hier) return allreduce_hier(a);
       return allreduce_ring(a);
     case Coll::ReduceScatter: return algo == Algo::Rhd ? reduce_scatter_rhd(a) : reduce_scatter_ring(a);
     case Coll::AllGather: return algo == Algo::Rhd ? allgather_rhd(a) : allgather_ring(a);

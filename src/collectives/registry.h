@@ -6,7 +6,7 @@
 
 namespace coral::sched {
 
-enum class Algo { Auto, Ring, RecursiveDoubling, OneShot, TwoShot, Chain, Dissemination, Direct, Rhd, Tree };
+enum class Algo { Auto, Ring, RecursiveDoubling, OneShot, TwoShot, Chain, Dissemination, Direct, Rhd, Tree, Hier };
 
 const char* algo_name(Algo a);
 // Throws coralInvalidArgument naming the accepted values.

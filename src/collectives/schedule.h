@@ -63,6 +63,9 @@ struct CollArgs {
   int nranks = 1;
   int rank = 0;
   size_t chunk = 1 << 16;  // max elements per message
+  // Host index of every rank (hierarchical algorithms); nullptr means one host. Owned by the
+  // caller and fixed for a communicator's life.
+  const std::vector<int>* hosts = nullptr;
 };
 
 struct Schedule {

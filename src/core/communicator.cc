@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 
 #include "collectives/registry.h"
 #include "core/config.h"
@@ -121,6 +122,9 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   pause_polls_ = local > ncpu ? 0 : 1000;
   tune_.single_host = local == nranks;
+  std::map<std::string, int> host_ids;
+  for (const auto& q : peers) host_index_.push_back(host_ids.emplace(q.host_id, static_cast<int>(host_ids.size())).first->second);
+  tune_.hosts = static_cast<int>(host_ids.size());
   log::info(log::Init, "{} local ranks on {} cpus: {}", local, ncpu, pause_polls_ ? "spin, then yield" : "yield at once");
   p2p_seq_send_.assign(nranks, 0);
   p2p_seq_recv_.assign(nranks, 0);
@@ -163,6 +167,7 @@ void Communicator::execute(Call& c, bool background) {
   sched::CollArgs& a = c.args;
   a.rank = rank_;
   a.nranks = nranks_;
+  a.hosts = &host_index_;
   const size_t es = kernels::dtype_size(a.dtype);
   a.chunk = std::max<size_t>(1, chunk_bytes() / es);
   sched::Algo algo = choose(a);

@@ -64,6 +64,7 @@ class Communicator {
   int rank_, nranks_;
   double timeout_s_;
   sched::TuneParams tune_;
+  std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
   std::vector<std::unique_ptr<transport::Domain>> domains_;
   std::vector<transport::Link*> links_;
   std::vector<transport::Domain*> domain_of_;

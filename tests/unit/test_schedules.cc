@@ -42,6 +42,7 @@ const Combo kCombos[] = {
     {Coll::AllReduce, Algo::Ring},      {Coll::AllReduce, Algo::RecursiveDoubling},
     {Coll::AllReduce, Algo::Rhd},       {Coll::AllReduce, Algo::TwoShot},
     {Coll::AllReduce, Algo::OneShot},   {Coll::AllReduce, Algo::Tree},
+    {Coll::AllReduce, Algo::Hier},
     {Coll::ReduceScatter, Algo::Ring},
     {Coll::ReduceScatter, Algo::Rhd},   {Coll::AllGather, Algo::Ring},
     {Coll::AllGather, Algo::Rhd},       {Coll::Broadcast, Algo::Chain},
@@ -205,6 +206,41 @@ TEST_CASE("double binary trees: two well-formed trees, complementary leaves, log
         check(Coll::AllReduce, Algo::Tree, p, n, chunk, coralSum, p % 2 == 0);
         check(Coll::AllReduce, Algo::Tree, p, n, chunk, coralAvg, p % 2 == 1);
       }
+}
+
+TEST_CASE("hierarchical all-reduce holds over even, uneven and interleaved hosts") {
+  std::vector<std::vector<int>> layouts;
+  auto sizes = [&](std::vector<int> per_host) {  // consecutive ranks per host
+    std::vector<int> h;
+    for (size_t g = 0; g < per_host.size(); g++) h.insert(h.end(), static_cast<size_t>(per_host[g]), static_cast<int>(g));
+    layouts.push_back(h);
+  };
+  sizes({3, 5, 1});
+  sizes({4, 4});
+  sizes({2, 2, 2, 2});
+  sizes({1, 1, 1});
+  sizes({8});
+  sizes({5, 3, 3, 6});
+  sizes({2, 7});
+  layouts.push_back({0, 1, 0, 1, 0, 1});     // hosts interleaved by rank
+  layouts.push_back({2, 0, 1, 2, 0, 1, 1});  // unordered host ids
+  for (auto& h : layouts) {
+    for (size_t n : {size_t(0), size_t(1), size_t(5), size_t(13), size_t(101)})
+      for (size_t chunk : {size_t(2), size_t(1) << 20})
+        for (bool ip : {false, true}) {
+          CollArgs a;
+          a.coll = Coll::AllReduce;
+          a.count = n;
+          a.nranks = static_cast<int>(h.size());
+          a.chunk = chunk;
+          a.hosts = &h;
+          a.op = ip ? coralAvg : coralSum;
+          VerifyResult r = verify(a, Algo::Hier, ip);
+          INFO("hosts of size " << h.size() << " count " << n << " chunk " << chunk << " in_place " << ip);
+          REQUIRE(r.error == "");
+          REQUIRE(r.ok);
+        }
+  }
 }
 
 TEST_CASE("binomial-tree broadcast and reduce hold for every root") {

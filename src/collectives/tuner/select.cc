@@ -15,11 +15,21 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     size_t bytes = a.count * kernels::dtype_size(a.dtype);
     // Small messages are latency-bound: one-shot waits once (for all peers at the same time),
     // recursive doubling log2(P) times, the ring 2(P-1) times. Their extra bytes (S(P-1) and
-    // S log P against 2S) only matter above a few KiB.
+    // S log P against 2S) stop paying above a few KiB (bench/tuner/sweep.sh: 2 KiB here).
+    if (bytes <= t.small_bytes)
+      return t.single_host && a.nranks <= t.oneshot_max_ranks ? Algo::OneShot : Algo::RecursiveDoubling;
     // Over shared memory every pair is equally close, so the direct two-shot moves the ring's
-    // bytes with 2 rounds of waiting instead of 2(P-1); across hosts the ring uses each link once.
-    if (bytes > t.small_bytes) return t.single_host ? Algo::TwoShot : Algo::Ring;
-    return a.nranks <= t.oneshot_max_ranks ? Algo::OneShot : Algo::RecursiveDoubling;
+    // bytes with 2 rounds of waiting instead of 2(P-1).
+    if (t.single_host) return Algo::TwoShot;
+    // Across hosts: Rabenseifner's log-latency halving/doubling up to a MiB, then the ring's
+    // neighbour-only traffic, kept inside hosts except for one shard per rank (hierarchical)
+    // when hosts hold several ranks.
+    if (bytes <= t.mid_bytes) return Algo::Rhd;
+    return a.nranks > t.hosts ? Algo::Hier : Algo::Ring;
+  }
+  if (a.coll == Coll::Broadcast || a.coll == Coll::Reduce) {
+    // Binomial trees: log P hops against the chain's P-1; the chain's pipeline wins large ones.
+    return a.count * kernels::dtype_size(a.dtype) <= t.mid_bytes ? Algo::Tree : Algo::Chain;
   }
   return default_algo(a.coll);
 }

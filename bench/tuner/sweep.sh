@@ -1,0 +1,56 @@
+#!/bin/bash
+# Is auto as good as the best single algorithm? Runs coral-bench all-reduce from 16 B to 64 MiB
+# under every algorithm and under auto, interleaved, --reps times, at each P (default 4 and 8),
+# and prints per size the median time of auto, of the best fixed algorithm and of the ring.
+# Targets: auto within 10% of the best (time(auto) <= 1.1 x time(best)) at every size, and at
+# least 3x faster than the ring from 16 B to 4 KiB. Exits 1 when a target is missed.
+# Usage: bench/tuner/sweep.sh [--build DIR] [--ranks "4 8"] [--reps R] [--iters N]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=build ranks="4 8" reps=3 iters=20
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+algos="auto ring tree rhd rd oneshot twoshot hier"
+for p in $ranks; do
+  for r in $(seq "$reps"); do
+    for a in $algos; do
+      "$build/tools/coral-run/coral-run" -n "$p" --no-prefix "$build/bench/coral-bench" -b 16 -e 64M -f 4 \
+        -n "$iters" -w 3 --algo "$a" | awk -v p="$p" -v a="$a" '/^ +[0-9]/ {print p, a, $1, $6, $(NF-2)}' >>"$out"
+    done
+  done
+done
+python3 - "$out" <<'PY'
+import collections, statistics, sys
+t = collections.defaultdict(list)
+chosen = {}
+for line in open(sys.argv[1]):
+    p, algo, size, us, picked = line.split()
+    t[(int(p), algo, int(size))].append(float(us))
+    if algo == "auto": chosen[(int(p), int(size))] = picked
+missed = 0
+for p in sorted({k[0] for k in t}):
+    print(f"\nP={p}: median time (us) per size; auto's choice; best fixed algorithm")
+    print(f"{'bytes':>10} {'auto':>10} {'choice':>8} {'best':>10} {'algo':>8} {'auto/best':>9} {'ring/auto':>9}")
+    for size in sorted({k[2] for k in t if k[0] == p}):
+        med = {a: statistics.median(v) for (pp, a, s), v in t.items() if pp == p and s == size}
+        auto = med.pop("auto")
+        best_algo = min(med, key=med.get)
+        ratio, ring = auto / med[best_algo], med["ring"] / auto
+        flag = ""
+        if ratio > 1.10: flag += "  MISSED 10%"
+        if size <= 4096 and ring < 3: flag += "  MISSED 3x ring"
+        missed += bool(flag)
+        print(f"{size:>10} {auto:>10.2f} {chosen[(p, size)]:>8} {med[best_algo]:>10.2f} {best_algo:>8} "
+              f"{ratio:>9.3f} {ring:>9.2f}{flag}")
+print(f"\n{missed} target(s) missed")
+sys.exit(1 if missed else 0)
+PY
