@@ -33,7 +33,7 @@ size_t parse_bytes(const std::string& s) {
 std::vector<Algo> algos_of(Coll c) {
   std::vector<Algo> out;
   for (Algo a : {Algo::Ring, Algo::Tree, Algo::Rhd, Algo::RecursiveDoubling, Algo::OneShot, Algo::TwoShot,
-                 Algo::Chain, Algo::Dissemination})
+                 Algo::Hier, Algo::Chain, Algo::Dissemination})
     if (supports(c, a)) out.push_back(a);
   return out;
 }
@@ -63,6 +63,7 @@ int predict(Coll coll, const std::vector<Algo>& algos, int p, size_t chunk, cons
     size_t per = coll == Coll::ReduceScatter || coll == Coll::AllGather ? bytes / p : bytes;
     args.count = std::max<size_t>(1, per / 4);
     args.chunk = chunk;
+    args.hosts = &c.host;
     std::printf("%12zu", bytes);
     double best = 0;
     std::string best_name = "-";
