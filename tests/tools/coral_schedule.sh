@@ -15,7 +15,7 @@ out=$("$cs" --predict -n 64 --per-host 8 -b 8 -e 64M -f 64)
 echo "$out" | grep -q "^# allreduce on 64 ranks, 8 per host" && ok "predict header" || bad "predict: $out"
 [ "$(echo "$out" | grep -c '^ *[0-9]')" = 4 ] && ok "predict rows" || bad "predict rows: $out"
 last=$(echo "$out" | tail -1)
-echo "$last" | grep -Eq "(ring|rhd|twoshot)$" && ok "large messages: a bandwidth algorithm wins ($last)" || bad "large: $last"
+echo "$last" | grep -Eq "(ring|rhd|twoshot|hier)$" && ok "large messages: a bandwidth algorithm wins ($last)" || bad "large: $last"
 first=$(echo "$out" | grep '^ *8 ')
 echo "$first" | grep -Eq "(oneshot|rd|twoshot)$" && ok "8 bytes: a latency algorithm wins" || bad "small: $first"
 expect_fail() {  # expect_fail PATTERN ARGS...
