@@ -82,6 +82,16 @@ void sweep(const std::vector<int>& ps, const std::function<std::vector<size_t>(i
   CHECK(errors[1] == "");
 }
 
+// P = 1..64, every awkward count, two chunk sizes, sum and average, in and out of place.
+void check_allreduce_1_to_64(Algo algo) {
+  for (int p = 1; p <= 64; ++p)
+    for (size_t n : counts_for(p))
+      for (size_t chunk : {size_t(3), size_t(1) << 20}) {
+        check(Coll::AllReduce, algo, p, n, chunk, coralSum, p % 2 == 0);
+        check(Coll::AllReduce, algo, p, n, chunk, coralAvg, p % 2 == 1);
+      }
+}
+
 }  // namespace
 
 TEST_CASE("every algorithm of every collective holds for P = 1..160 and a stride to 512") {
@@ -130,12 +140,7 @@ TEST_CASE("ring reduce-scatter, all-gather and all-reduce hold for P = 1..64") {
 }
 
 TEST_CASE("recursive doubling all-reduce holds, power of two or not") {
-  for (int p = 1; p <= 64; ++p)
-    for (size_t n : counts_for(p))
-      for (size_t chunk : {size_t(3), size_t(1) << 20}) {
-        check(Coll::AllReduce, Algo::RecursiveDoubling, p, n, chunk, coralSum, p % 2 == 0);
-        check(Coll::AllReduce, Algo::RecursiveDoubling, p, n, chunk, coralAvg, p % 2 == 1);
-      }
+  check_allreduce_1_to_64(Algo::RecursiveDoubling);
 }
 
 TEST_CASE("one-shot all-reduce holds in and out of place") {
@@ -200,12 +205,7 @@ TEST_CASE("double binary trees: two well-formed trees, complementary leaves, log
     if (p % 2 == 0 && p > 2)
       for (int r = 0; r < p; r++) CHECK(leaf_in[r] <= 1);  // never a leaf in both trees
   }
-  for (int p = 1; p <= 64; ++p)
-    for (size_t n : counts_for(p))
-      for (size_t chunk : {size_t(3), size_t(1) << 20}) {
-        check(Coll::AllReduce, Algo::Tree, p, n, chunk, coralSum, p % 2 == 0);
-        check(Coll::AllReduce, Algo::Tree, p, n, chunk, coralAvg, p % 2 == 1);
-      }
+  check_allreduce_1_to_64(Algo::Tree);
 }
 
 TEST_CASE("hierarchical all-reduce holds over even, uneven and interleaved hosts") {
