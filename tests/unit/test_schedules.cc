@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "collectives/patterns/dbtree.h"
@@ -443,4 +444,32 @@ TEST_CASE("simulator matches the closed forms of ring, recursive doubling, rhd a
   CHECK(two.seconds > 7 * one.seconds);
   CHECK(bus_factor(Coll::AllReduce, 4) == Approx(1.5));
   CHECK(bus_factor(Coll::Broadcast, 4) == Approx(1));
+}
+
+TEST_CASE("across hosts the tuner's cost-model pick is close to the simulator's best") {
+  TuneParams t;
+  const LinkCost intra{t.intra.alpha, t.intra.beta}, inter{t.inter.alpha, t.inter.beta};
+  for (auto [p, per_host] : {std::pair{16, 4}, {32, 8}, {64, 8}, {128, 8}, {24, 8}}) {
+    Cluster c = Cluster::uniform(p, per_host, intra, inter);
+    t.hosts = (p + per_host - 1) / per_host;
+    for (size_t bytes : {size_t(8) << 10, size_t(64) << 10, size_t(1) << 20, size_t(8) << 20, size_t(64) << 20}) {
+      CollArgs a;
+      a.coll = Coll::AllReduce;
+      a.count = bytes / 4;
+      a.nranks = p;
+      a.chunk = size_t(1) << 40;
+      a.hosts = &c.host;
+      std::map<Algo, double> sim;
+      for (Algo algo : {Algo::RecursiveDoubling, Algo::Rhd, Algo::Ring, Algo::Hier}) {
+        SimResult r = simulate(a, algo, c);
+        REQUIRE(r.error == "");
+        sim[algo] = r.seconds;
+      }
+      double best = std::min_element(sim.begin(), sim.end(), [](auto& x, auto& y) { return x.second < y.second; })->second;
+      Algo pick = select_algo(a, t);
+      INFO("P=" << p << " per host " << per_host << " bytes " << bytes << ": picked " << algo_name(pick) << " "
+                << sim[pick] * 1e6 << " us, best " << best * 1e6 << " us");
+      CHECK(sim[pick] <= 1.25 * best);
+    }
+  }
 }

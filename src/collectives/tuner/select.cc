@@ -1,5 +1,8 @@
 #include "collectives/tuner/select.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "kernels/reduce.h"
 
 namespace coral::sched {
@@ -21,11 +24,15 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     // Over shared memory every pair is equally close, so the direct two-shot moves the ring's
     // bytes with 2 rounds of waiting instead of 2(P-1).
     if (t.single_host) return Algo::TwoShot;
-    // Across hosts: Rabenseifner's log-latency halving/doubling up to a MiB, then the ring's
-    // neighbour-only traffic, kept inside hosts except for one shard per rank (hierarchical)
-    // when hosts hold several ranks.
-    if (bytes <= t.mid_bytes) return Algo::Rhd;
-    return a.nranks > t.hosts ? Algo::Hier : Algo::Ring;
+    // Across hosts the link classes differ: price recursive doubling, Rabenseifner, the ring and
+    // the hierarchical composition with the alpha-beta model and take the cheapest.
+    ClusterModel m{a.nranks, std::max(1, a.nranks / std::max(1, t.hosts)), t.intra, t.inter};
+    double s = static_cast<double>(bytes);
+    std::pair<double, Algo> best{cost_rd(m, s), Algo::RecursiveDoubling};
+    best = std::min(best, {cost_rhd(m, s), Algo::Rhd});
+    best = std::min(best, {cost_ring(m, s), Algo::Ring});
+    if (a.nranks > t.hosts) best = std::min(best, {cost_hier(m, s), Algo::Hier});
+    return best.second;
   }
   if (a.coll == Coll::Broadcast || a.coll == Coll::Reduce) {
     // Binomial trees: log P hops against the chain's P-1; the chain's pipeline wins large ones.

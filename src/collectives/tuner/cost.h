@@ -1,0 +1,25 @@
+// Closed-form alpha-beta costs of the all-reduce algorithms across hosts, the tuner's cost
+// model (the simulator checks them: tests/unit/test_schedules.cc). Ranks are placed host by
+// host, ranks_per_host to a host; a message between ranks at distance >= ranks_per_host
+// crosses hosts.
+#pragma once
+#include <cstddef>
+
+namespace coral::sched {
+
+struct LinkModel {
+  double alpha;  // seconds per message
+  double beta;   // seconds per byte
+};
+
+struct ClusterModel {
+  int nranks, ranks_per_host;
+  LinkModel intra, inter;
+};
+
+double cost_ring(const ClusterModel& m, double bytes);
+double cost_rd(const ClusterModel& m, double bytes);
+double cost_rhd(const ClusterModel& m, double bytes);
+double cost_hier(const ClusterModel& m, double bytes);
+
+}  // namespace coral::sched
