@@ -9,6 +9,7 @@
 #include "collectives/registry.h"
 #include "collectives/simulate.h"
 #include "collectives/verify.h"
+#include "core/config.h"
 #include "core/error.h"
 
 using namespace coral::sched;
@@ -22,12 +23,11 @@ Coll parse_coll(const std::string& s) {
 }
 
 size_t parse_bytes(const std::string& s) {
-  size_t used = 0;
-  double v = std::stod(s, &used);
-  std::string suf = s.substr(used);
-  double m = suf.empty() ? 1 : suf == "K" ? 1 << 10 : suf == "M" ? 1 << 20 : suf == "G" ? 1 << 30 : -1;
-  if (m < 0 || v < 0) throw std::invalid_argument("bad size '" + s + "' (bytes, with K, M or G)");
-  return static_cast<size_t>(v * m);
+  try {
+    return coral::config::parse_bytes(s);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("bad size '" + s + "' (bytes, with K, M or G)");
+  }
 }
 
 std::vector<Algo> algos_of(Coll c) {

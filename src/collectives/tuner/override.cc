@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <limits>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "kernels/reduce.h"
 
@@ -27,16 +27,11 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 size_t parse_size(const std::string& text, const std::string& s) {
-  size_t i = 0;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) i++;
-  if (i == 0 || i > 15) bad(text, fmt::format("'{}' is not a size (bytes, with K, M or G)", s));
-  size_t v = std::stoull(s.substr(0, i));
-  std::string suf = s.substr(i);
-  if (suf == "K" || suf == "k") v <<= 10;
-  else if (suf == "M" || suf == "m") v <<= 20;
-  else if (suf == "G" || suf == "g") v <<= 30;
-  else if (!suf.empty()) bad(text, fmt::format("'{}' is not a size (bytes, with K, M or G)", s));
-  return v;
+  try {
+    return config::parse_bytes(s);
+  } catch (const std::exception&) {
+    bad(text, fmt::format("'{}' is not a size (bytes, with K, M or G)", s));
+  }
 }
 
 Coll parse_coll(const std::string& text, const std::string& s) {
