@@ -55,7 +55,8 @@ std::string read_idx(const std::string& path, int ndims, std::vector<uint32_t>* 
   }
   if (s.size() - header != total)
     fail(path, fmt::format("header promises {} bytes of data, file has {}", total, s.size() - header));
-  return s.substr(header);
+  s.erase(0, header);
+  return s;
 }
 
 Dataset idx_pair(const std::string& dir, const std::string& prefix) {

@@ -56,7 +56,7 @@ template <class T>
 void Mlp<T>::forward(const T* params, const T* x, int n) {
   int L = layout_.layers();
   act_.resize(L + 1);
-  act_[0].assign(x, x + static_cast<size_t>(n) * layout_.dims[0]);
+  input_ = x;
   for (int l = 0; l < L; l++) {
     int in = layout_.dims[l], out = layout_.dims[l + 1];
     const T* w = params + layout_.offset[l];
@@ -64,7 +64,7 @@ void Mlp<T>::forward(const T* params, const T* x, int n) {
     std::vector<T>& z = act_[l + 1];
     z.resize(static_cast<size_t>(n) * out);
     for (int i = 0; i < n; i++) std::copy(b, b + out, z.data() + static_cast<size_t>(i) * out);
-    if (n > 0) gemm(false, false, n, out, in, T(1), act_[l].data(), in, w, out, T(1), z.data(), out);
+    if (n > 0) gemm(false, false, n, out, in, T(1), act(l), in, w, out, T(1), z.data(), out);
     if (l + 1 < L)
       for (T& v : z) v = v > T(0) ? v : T(0);
   }
@@ -103,7 +103,7 @@ double Mlp<T>::loss_grad(const T* params, const T* x, const int32_t* y, int n, T
     T* gb = gw + static_cast<size_t>(in) * out;
     // dW = A^T delta, db = column sums of delta (an empty shard contributes zeros).
     if (n > 0)
-      gemm(true, false, in, out, n, T(1), act_[l].data(), in, delta_.data(), out, T(0), gw, out);
+      gemm(true, false, in, out, n, T(1), act(l), in, delta_.data(), out, T(0), gw, out);
     else
       std::fill(gw, gw + static_cast<size_t>(in) * out, T(0));
     std::fill(gb, gb + out, T(0));
@@ -115,7 +115,7 @@ double Mlp<T>::loss_grad(const T* params, const T* x, const int32_t* y, int n, T
     delta_prev_.resize(static_cast<size_t>(n) * in);
     if (n > 0)
       gemm(false, true, n, in, out, T(1), delta_.data(), out, w, out, T(0), delta_prev_.data(), in);
-    const std::vector<T>& a = act_[l];
+    const T* a = act(l);  // l >= 1 here: the ReLU output below
     for (size_t i = 0; i < delta_prev_.size(); i++)
       if (a[i] <= T(0)) delta_prev_[i] = T(0);
     delta_.swap(delta_prev_);

@@ -43,8 +43,12 @@ class Mlp {
   void forward(const T* params, const T* x, int n);
   double softmax_loss(const int32_t* y, int n, T scale, int64_t* correct);
 
+  // Input of layer l (n x dims[l]): the caller's batch for l = 0, then act_[l]; act_[L] = logits.
+  const T* act(int l) const { return l == 0 ? input_ : act_[static_cast<size_t>(l)].data(); }
+
   Layout layout_;
-  std::vector<std::vector<T>> act_;  // act_[l]: n x dims[l] input of layer l; act_[L]: logits
+  const T* input_ = nullptr;
+  std::vector<std::vector<T>> act_;  // act_[0] unused
   std::vector<T> delta_, delta_prev_;
 };
 
