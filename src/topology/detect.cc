@@ -34,7 +34,7 @@ Topology load_file(const std::string& path) {
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) throw Error(fmt::format("{}: empty file", path));
   if (text[first] == '{') return from_json(text, path);
-  if (text.find("<topology") != std::string::npos) return from_hwloc_xml(path);
+  if (text.find("<topology") != std::string::npos) return from_hwloc_xml(text, path);
   if (text[first] == '<') return from_nccl_xml(text, path);
   throw Error(fmt::format("{}: neither JSON, NCCL topology XML nor hwloc XML", path));
 }

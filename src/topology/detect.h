@@ -16,7 +16,8 @@ struct DetectOptions {
 Topology detect(const DetectOptions& o = {});
 
 // The pieces, each adding to t (detect runs them in this order).
-void detect_hwloc(Topology& t, int host, const std::string& xml_path = "");  // throws without hwloc
+// With xml (hwloc XML text) it reads that instead of this machine; throws without hwloc.
+void detect_hwloc(Topology& t, int host, const std::string& xml = "", const std::string& origin = "");
 void detect_net(Topology& t, int host, const std::string& sysfs);
 void detect_nvml(Topology& t, int host);  // no-op (logged) without the NVIDIA driver
 bool have_hwloc();

@@ -15,13 +15,13 @@ namespace coral::topo {
 
 #ifndef CORAL_HAVE_HWLOC
 bool have_hwloc() { return false; }
-void detect_hwloc(Topology& t, int host, const std::string& xml) {
-  (void)t, (void)host, (void)xml;
+void detect_hwloc(Topology& t, int host, const std::string& xml, const std::string& origin) {
+  (void)t, (void)host, (void)xml, (void)origin;
   throw Error("Coral was built without hwloc (meson option -Dhwloc)");
 }
-Topology from_hwloc_xml(const std::string& path) {
+Topology from_hwloc_xml(const std::string& text, const std::string& origin) {
   Topology t;
-  detect_hwloc(t, 0, path);
+  detect_hwloc(t, 0, text, origin);
   return t;
 }
 #else
@@ -167,7 +167,7 @@ class Walker {
 
 }  // namespace
 
-void detect_hwloc(Topology& t, int host, const std::string& xml) {
+void detect_hwloc(Topology& t, int host, const std::string& xml, const std::string& origin) {
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) throw Error("hwloc_topology_init failed");
   std::unique_ptr<hwloc_topology, void (*)(hwloc_topology_t)> guard(topo, hwloc_topology_destroy);
@@ -175,17 +175,17 @@ void detect_hwloc(Topology& t, int host, const std::string& xml) {
   // The Linux backend reads the PCI tree from sysfs; the libpciaccess plugin adds nothing here,
   // is slower, and leaks at unload (LeakSanitizer flags it).
   hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
-  if (!xml.empty() && hwloc_topology_set_xml(topo, xml.c_str()) != 0)
-    throw Error(fmt::format("{}: hwloc cannot read this XML", xml));
+  if (!xml.empty() && hwloc_topology_set_xmlbuffer(topo, xml.data(), static_cast<int>(xml.size())) != 0)
+    throw Error(fmt::format("{}: hwloc cannot read this XML", origin));
   if (hwloc_topology_load(topo) != 0)
-    throw Error(xml.empty() ? "hwloc could not detect this machine" : xml + ": hwloc could not load it");
+    throw Error(xml.empty() ? "hwloc could not detect this machine" : origin + ": hwloc could not load it");
   Walker(topo, t, host).run();
 }
 
-Topology from_hwloc_xml(const std::string& path) {
+Topology from_hwloc_xml(const std::string& text, const std::string& origin) {
   Topology t;
   int h = t.add(Kind::Host, "host0", -1);
-  detect_hwloc(t, h, path);
+  detect_hwloc(t, h, text, origin);
   return t;
 }
 #endif

@@ -16,7 +16,7 @@ Topology from_nccl_xml(const std::string& text, const std::string& origin = "XML
 std::string to_nccl_xml(const Topology& t);
 
 // hwloc XML: needs the hwloc feature; throws Error when Coral was built without it.
-Topology from_hwloc_xml(const std::string& path);
+Topology from_hwloc_xml(const std::string& text, const std::string& origin = "hwloc XML");
 
 // A file of any of these formats, recognised by its content.
 Topology load_file(const std::string& path);
