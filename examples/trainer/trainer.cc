@@ -276,16 +276,15 @@ Result Loop<T>::run() {
       else report_.progress(epoch, static_cast<int64_t>(s), spe);
       if (cfg_.checkpoint_every > 0 && gstep % cfg_.checkpoint_every == 0) save(gstep);
     }
-    if (gstep % spe == 0 || gstep == total) {
-      // Stale gradients still in flight are applied before the epoch's evaluation.
-      if (gstep == total)
-        for (int64_t g = std::max<int64_t>(gstep - cfg_.staleness, 0); g < gstep; g++) apply(g);
-      double seconds = since(t_epoch);
-      evaluate(&r.test_loss, &r.test_accuracy);
-      if (gstep % spe == 0) report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds);
-      check_replicas(fmt::format("after epoch {}", epoch + 1).c_str());
-      save(gstep);
-    }
+    // Here the epoch is over or training stops. Stale gradients still in flight are applied
+    // before the last evaluation.
+    if (gstep == total)
+      for (int64_t g = std::max<int64_t>(gstep - cfg_.staleness, 0); g < gstep; g++) apply(g);
+    double seconds = since(t_epoch);
+    evaluate(&r.test_loss, &r.test_accuracy);
+    if (gstep % spe == 0) report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds);
+    check_replicas(fmt::format("after epoch {}", epoch + 1).c_str());
+    save(gstep);
   }
   r.steps = gstep - start_step_;
   r.seconds = train_s_;

@@ -187,4 +187,23 @@ bool Topology::operator==(const Topology& o) const {
   return true;
 }
 
+Topology combine(const std::vector<Topology>& machines, const std::vector<std::string>& names) {
+  Topology out;
+  for (size_t m = 0; m < machines.size(); m++) {
+    int base = static_cast<int>(out.devices.size());
+    for (const Device& d : machines[m].devices) {
+      Device c = d;
+      c.id = d.kind == Kind::Host ? names[m] : names[m] + "/" + d.id;
+      if (c.parent >= 0) c.parent += base;
+      out.devices.push_back(std::move(c));
+    }
+    for (Link l : machines[m].links) {
+      l.a += base;
+      l.b += base;
+      out.links.push_back(l);
+    }
+  }
+  return out;
+}
+
 }  // namespace coral::topo

@@ -64,6 +64,9 @@ struct Topology {
   bool operator==(const Topology& o) const;
 };
 
+// Several machines as one model: each copy's ids get the host's name as a prefix.
+Topology combine(const std::vector<Topology>& machines, const std::vector<std::string>& names);
+
 const char* kind_name(Kind k);
 Kind kind_from(const std::string& s);  // throws Error
 const char* link_name(LinkType t);

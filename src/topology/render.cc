@@ -121,23 +121,4 @@ std::string render_summary(const Topology& t) {
                      t.of_kind(Kind::Port).size(), nvlinks, t.of_kind(Kind::PciSwitch).size());
 }
 
-Topology combine(const std::vector<Topology>& machines, const std::vector<std::string>& names) {
-  Topology out;
-  for (size_t m = 0; m < machines.size(); m++) {
-    int base = static_cast<int>(out.devices.size());
-    for (const Device& d : machines[m].devices) {
-      Device c = d;
-      c.id = d.kind == Kind::Host ? names[m] : names[m] + "/" + d.id;
-      if (c.parent >= 0) c.parent += base;
-      out.devices.push_back(std::move(c));
-    }
-    for (Link l : machines[m].links) {
-      l.a += base;
-      l.b += base;
-      out.links.push_back(l);
-    }
-  }
-  return out;
-}
-
 }  // namespace coral::topo

@@ -12,7 +12,4 @@ std::string render_dot(const Topology& t);
 // A short census: counts of each kind and link type.
 std::string render_summary(const Topology& t);
 
-// Several machines as one model: each copy's ids get the host's name as a prefix.
-Topology combine(const std::vector<Topology>& machines, const std::vector<std::string>& names);
-
 }  // namespace coral::topo

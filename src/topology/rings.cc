@@ -131,8 +131,7 @@ HostTree host_tree(const Topology& t, const std::vector<RankPlace>& ranks) {
 
 LinkClass link_class(const Topology& t, const RankPlace& a, const RankPlace& b) {
   if (a.host != b.host) {
-    RankPlace pa = a, pb = b;
-    std::vector<int> na = assign_nics(t, {pa}), nb = assign_nics(t, {pb});
+    std::vector<int> na = assign_nics(t, {a}), nb = assign_nics(t, {b});
     double bw = 0;
     if (na[0] >= 0 && nb[0] >= 0) bw = std::min(t.up_bw(na[0]), t.up_bw(nb[0]));
     return {Path::NET, bw};
