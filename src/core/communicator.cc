@@ -89,6 +89,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
 
   links_.assign(nranks, nullptr);
   domain_of_.assign(nranks, nullptr);
+  transport_of_.assign(nranks, "self");
   std::vector<bool> done(nranks, false);
   done[rank] = true;
   for (transport::Transport* t : transport::registry()) {
@@ -108,12 +109,14 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
                                                links_[q]->max_in_flight(), sched::kMinInFlight));
     }
     log::info(log::Init, "{} connects {} peers", t->name(), ca.targets.size());
+    for (int q : ca.targets) transport_of_[q] = t->name();
     domains_.push_back(std::move(dom));
   }
   for (int q = 0; q < nranks; ++q)
     if (!done[q])
-      fail(coralSystemError, fmt::format("no transport connects rank {} (host {}) with rank {} (host {})",
-                                         rank, me.host_id, q, peers[q].host_id));
+      fail(coralSystemError, fmt::format("no transport connects rank {} (host {}) with rank {} (host {}); "
+                                         "CORAL_TRANSPORT={}", rank, me.host_id, q, peers[q].host_id,
+                                         config::get_string("CORAL_TRANSPORT")));
   // More ranks here than cores: a waiting rank yields at once, or the peer it waits for may not
   // get a core for a whole time slice.
   int local = 0;
@@ -188,6 +191,7 @@ void Communicator::execute(Call& c, bool background) {
   try {
     if (scratch_.size() < s.scratch_elems * es) scratch_.resize(s.scratch_elems * es);
     coral::execute(s, ExecArgs{c.send, c.recv, scratch_.data(), a.dtype, a.op, nranks_, tag, &links_, &mon});
+    for (auto& d : domains_) d->drain(mon);
   } catch (const Error& e) {
     std::string msg = fmt::format("rank {}: {}", rank_, e.what());
     abort(msg);

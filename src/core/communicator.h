@@ -45,6 +45,8 @@ class Communicator {
   std::shared_ptr<Request> submit(Call call);
   // Returns the algorithm the tuner would use (for tools and tests).
   sched::Algo choose(const sched::CollArgs& args) const;
+  // Name of the transport that carries traffic to peer ("self" for this rank).
+  const std::string& transport_of(int peer) const { return transport_of_[peer]; }
   // Bytes per message the schedules are cut into (the pipelining chunk).
   size_t chunk_bytes() const { return max_message_ == SIZE_MAX ? (1u << 20) : max_message_; }
   // Marks the communicator failed and tells local peers.
@@ -68,6 +70,7 @@ class Communicator {
   std::vector<std::unique_ptr<transport::Domain>> domains_;
   std::vector<transport::Link*> links_;
   std::vector<transport::Domain*> domain_of_;
+  std::vector<std::string> transport_of_;
   size_t max_message_ = SIZE_MAX;
   uint64_t coll_seq_ = 0;
   std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;

@@ -34,6 +34,17 @@ const std::vector<Knob>& knobs() {
       {"CORAL_CMA_BYTES", Type::Bytes, "64K",
        "Shared-memory messages this large whose source stays put are read straight out of the "
        "sender (cross-memory attach: one copy instead of two); 0 turns it off."},
+      {"CORAL_TRANSPORT", Type::String, "auto",
+       "Transports to use, in order of preference: auto (shm on one host; ibverbs, ucx or tcp between "
+       "hosts), or a name or comma list of shm, tcp, ucx, ibverbs to force."},
+      {"CORAL_SOCKET_IFNAME", Type::String, "",
+       "Interfaces TCP may use: name prefixes (eth,ens), ^ to exclude (^docker,lo), = for exact names "
+       "(=eth0). Default: the interface that routes to the rendezvous store."},
+      {"CORAL_SOCKET_FAMILY", Type::String, "auto", "Address family for TCP links: auto, ipv4 or ipv6."},
+      {"CORAL_SOCKET_NSOCKS", Type::Int, "1",
+       "TCP sockets per pair of ranks; messages of 128K and more are striped over them (1-16)."},
+      {"CORAL_SOCKET_SLOT_BYTES", Type::Bytes, "256K", "Bytes per TCP receive slot (the largest message)."},
+      {"CORAL_SOCKET_NSLOTS", Type::Int, "8", "Receive slots per TCP link: messages a sender may have in flight."},
       {"CORAL_SPIN", Type::Int, "20000",
        "Polls a waiting rank makes before it yields the core; 0 blocks at once."},
       {"CORAL_KERNEL", Type::String, "auto",

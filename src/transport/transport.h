@@ -63,6 +63,9 @@ class Domain {
   virtual std::string remote_abort() = 0;
   // Tells every peer of this domain that this rank failed, with why.
   virtual void abort(const std::string& why) = 0;
+  // Called at the end of every operation: hands whatever is still queued to the wire, so peers
+  // can finish while this rank computes.
+  virtual void drain(WaitMonitor&) {}
 };
 
 struct ConnectArgs {

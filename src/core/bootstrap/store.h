@@ -17,6 +17,9 @@ class Store {
   virtual Bytes get(const std::string& key, std::chrono::milliseconds timeout) = 0;
   // Atomically adds delta to the integer stored at key (0 if absent) and returns the new value.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // host:port where the store is served, "" for an in-process store. Network transports pick
+  // the interface that reaches it.
+  virtual std::string address() const { return ""; }
 };
 
 // Helpers built on any store. prefix scopes the keys of one communicator.

@@ -44,6 +44,7 @@ class TcpStore : public Store {
   void set(const std::string& key, const Bytes& value) override;
   Bytes get(const std::string& key, std::chrono::milliseconds timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
+  std::string address() const override { return server_; }
 
  private:
   Bytes request(wire::Msg type, const std::string& key, const Bytes& value,

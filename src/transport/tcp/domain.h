@@ -1,0 +1,68 @@
+// The TCP links of one communicator and their progress engine. There is no I/O thread: whoever
+// waits (the executor inside a collective, or the progress thread for non-blocking calls) drives
+// every socket of the domain, so a message never waits for a thread hand-off and a rank that
+// waits on one peer still drains the others. Every wait keeps sockets moving and ends on a
+// peer's failure, an abort or the deadline (WaitMonitor).
+#pragma once
+#include <sched.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/wait.h"
+#include "transport/tcp/connection.h"
+#include "transport/transport.h"
+
+namespace coral::transport::tcp {
+
+class TcpDomain : public Domain {
+ public:
+  explicit TcpDomain(const ConnectArgs& a);
+  ~TcpDomain() override;
+  Link* link(int peer) override;
+  std::string peer_failure(int peer) override;
+  std::string remote_abort() override;
+  void abort(const std::string& why) override;
+  void drain(WaitMonitor& mon) override;
+
+  // One pass over the sockets: write what is pending, read what arrived. timeout_ms > 0 sleeps
+  // until something happens.
+  void progress(int timeout_ms);
+  // A link queued output the kernel did not take at once.
+  void want_write(TcpLink* l);
+  // Links take it before touching their queues from the executor's side.
+  std::mutex& mutex() { return mu_; }
+
+  template <class Ready>
+  void wait(WaitMonitor& mon, int peer, Ready ready) {
+    for (int i = 0;; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (i == 1)  // about to wait: the peer may be waiting for our credits
+          for (auto& [q, l] : links_) l->push_credits();
+        progress(i < mon.spin ? 0 : 20);
+      }
+      if (ready()) return;
+      if (i < mon.spin) {
+        if (i >= mon.pause_polls) sched_yield();
+      } else {
+        mon.check(peer);
+      }
+    }
+  }
+
+ private:
+  void connect_all(const ConnectArgs& a);
+  void set_events(TcpLink* l, bool want_out);
+
+  int nranks_ = 0;
+  int epfd_ = -1;
+  std::map<int, std::unique_ptr<TcpLink>> links_;
+  std::vector<TcpLink*> writers_;  // links with output the kernel has not taken yet
+  std::mutex mu_;  // progress runs on one thread at a time; abort may come from another
+};
+
+}  // namespace coral::transport::tcp
