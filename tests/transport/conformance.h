@@ -1,0 +1,76 @@
+// Two or more ranks as threads, connected by one named transport, for the transport suites.
+#pragma once
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap/mem_store.h"
+#include "core/error.h"
+#include "core/host_id.h"
+#include "transport/transport.h"
+
+namespace conformance {
+
+using namespace coral;
+
+// Ends a wait on a failed or aborting peer, or after timeout_s.
+class Monitor : public WaitMonitor {
+ public:
+  Monitor(transport::Domain* d, double timeout_s) : d_(d), timeout_s_(timeout_s) { spin = 100; pause_polls = 10; }
+  void check(int peer) override {
+    if (start_ == std::chrono::steady_clock::time_point{}) start_ = std::chrono::steady_clock::now();
+    std::string why = d_->remote_abort();
+    if (!why.empty()) fail(coralRemoteError, "aborted: " + why);
+    why = d_->peer_failure(peer);
+    if (!why.empty()) fail(coralRemoteError, why);
+    if (std::chrono::steady_clock::now() - start_ > std::chrono::duration<double>(timeout_s_))
+      fail(coralTimeout, "timed out waiting for rank " + std::to_string(peer));
+  }
+
+ private:
+  transport::Domain* d_;
+  double timeout_s_;
+  std::chrono::steady_clock::time_point start_{};
+};
+
+inline transport::Transport* find(const std::string& name) {
+  for (transport::Transport* t : transport::registry())
+    if (name == t->name()) return t;
+  return nullptr;
+}
+
+// Connects p thread ranks all-to-all over transport `name`; body(rank, domain) runs on each;
+// returns the first error (rank-prefixed) or "".
+inline std::string on_ranks(const std::string& name, int p,
+                            const std::function<void(int, transport::Domain&)>& body,
+                            std::shared_ptr<Store> store = std::make_shared<MemStore>()) {
+  std::vector<transport::PeerInfo> peers;
+  for (int r = 0; r < p; ++r) peers.push_back({r, static_cast<int>(getpid()), host_id()});
+  std::vector<std::string> errors(p);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        transport::Transport* t = find(name);
+        if (!t) fail(coralInternalError, "no transport " + name);
+        transport::ConnectArgs a{store.get(), "conf/" + name, &peers, r, {}, 20.0};
+        for (int q = 0; q < p; ++q)
+          if (q != r) a.targets.push_back(q);
+        auto d = t->connect(a);
+        body(r, *d);
+      } catch (const std::exception& e) {
+        errors[r] = "rank " + std::to_string(r) + ": " + e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (!e.empty()) return e;
+  return "";
+}
+
+}  // namespace conformance

@@ -1,0 +1,215 @@
+// TCP specifics: the wire checks, striping, interface choice, IPv6, and strangers at the door.
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/socket.h"
+#include "tests/transport/conformance.h"
+#include "transport/tcp/interface.h"
+#include "transport/tcp/wire.h"
+
+using namespace conformance;
+namespace tcp = coral::transport::tcp;
+
+namespace {
+
+struct Env {
+  std::string name;
+  Env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~Env() { unsetenv(name.c_str()); }
+};
+
+tcp::Hello good_hello(const wire::Secret& token) {
+  tcp::Hello h{tcp::kHelloMagic, tcp::kVersion, 0, 2, 0, 1, 3, 256 * 1024, 8, {}};
+  std::memcpy(h.token, token.data(), sizeof h.token);
+  return h;
+}
+
+// Round trip of `msgs` messages of `bytes` from rank 0 to 1 with every byte checked.
+std::string transfer(int msgs, size_t bytes) {
+  return on_ranks("tcp", 2, [&](int r, transport::Domain& d) {
+    Monitor mon(&d, 20);
+    transport::Link& l = *d.link(1 - r);
+    for (int m = 0; m < msgs; ++m) {
+      if (r == 0) {
+        std::byte* out = l.send_acquire(bytes, mon);
+        for (size_t i = 0; i < bytes; ++i) out[i] = std::byte(static_cast<uint8_t>(i * 31 + m));
+        l.send_commit(bytes, static_cast<uint64_t>(m));
+      } else {
+        transport::Message msg = l.recv_peek(mon, true);
+        if (msg.bytes != bytes || msg.tag != static_cast<uint64_t>(m)) fail(coralInternalError, "wrong size or tag");
+        for (size_t i = 0; i < bytes; ++i)
+          if (msg.data[i] != std::byte(static_cast<uint8_t>(i * 31 + m)))
+            fail(coralInternalError, "byte " + std::to_string(i) + " of message " + std::to_string(m));
+        l.recv_release();
+      }
+    }
+    d.drain(mon);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("hello checks: the token, the ranks, the geometry") {
+  wire::Secret token = wire::random_secret(), other = wire::random_secret();
+  tcp::Geometry g{256 * 1024, 8, 2};
+  CHECK(tcp::check_hello(good_hello(token), 3, 4, g, token.data()) == "");
+  CHECK(tcp::check_hello(good_hello(other), 3, 4, g, token.data()) == "wrong job secret");
+  tcp::Hello h = good_hello(token);
+  h.magic = 0x47455420;  // "GET " from a web client
+  CHECK_THAT(tcp::check_hello(h, 3, 4, g, token.data()), Catch::Contains("bad magic"));
+  h = good_hello(token);
+  h.to = 2;
+  CHECK_THAT(tcp::check_hello(h, 3, 4, g, token.data()), Catch::Contains("meant for rank 2"));
+  h = good_hello(token);
+  h.from = 9;
+  CHECK_THAT(tcp::check_hello(h, 3, 4, g, token.data()), Catch::Contains("claims rank 9"));
+  h = good_hello(token);
+  h.nsocks = 4;
+  CHECK_THAT(tcp::check_hello(h, 3, 4, g, token.data()), Catch::Contains("CORAL_SOCKET_NSOCKS"));
+  h = good_hello(token);
+  h.nslots = 4;
+  CHECK_THAT(tcp::check_hello(h, 3, 4, g, token.data()), Catch::Contains("CORAL_SOCKET_NSLOTS"));
+  h = good_hello(token);
+  h.sock = 2;
+  CHECK_THAT(tcp::check_hello(h, 3, 4, g, token.data()), Catch::Contains("socket index"));
+}
+
+TEST_CASE("frame checks bound every field before it is used") {
+  tcp::Geometry g{1 << 20, 4, 2};
+  auto data = [](uint32_t total, uint8_t part, uint64_t seq) {
+    int n = tcp::nparts_for(total, 2);
+    return tcp::Frame{tcp::kFrameMagic, static_cast<uint8_t>(tcp::Kind::Data), part, static_cast<uint16_t>(n),
+                      static_cast<uint32_t>(tcp::part_of(total, n, part).bytes), total, 0, 0, seq, 7};
+  };
+  CHECK(tcp::check_frame(data(100, 0, 0), 0, g, 0, 4) == "");
+  CHECK(tcp::check_frame(data(1 << 20, 1, 3), 1, g, 0, 0) == "");
+  CHECK_THAT(tcp::check_frame(data(1 << 20, 1, 4), 1, g, 0, 0), Catch::Contains("outside the window"));
+  CHECK_THAT(tcp::check_frame(data(1 << 20, 1, 3), 0, g, 0, 0), Catch::Contains("on socket 0"));
+  tcp::Frame f = data(100, 0, 0);
+  f.total = (1 << 20) + 1;
+  CHECK_THAT(tcp::check_frame(f, 0, g, 0, 0), Catch::Contains("exceeds"));
+  f = data(100, 0, 0);
+  f.bytes = 99;
+  CHECK_THAT(tcp::check_frame(f, 0, g, 0, 0), Catch::Contains("expected 100"));
+  f = data(100, 0, 0);
+  f.magic = 0;
+  CHECK_THAT(tcp::check_frame(f, 0, g, 0, 0), Catch::Contains("magic"));
+  f = data(100, 0, 0);
+  f.credits = 1;
+  CHECK_THAT(tcp::check_frame(f, 0, g, 0, 4), Catch::Contains("credits"));
+  f = tcp::Frame{tcp::kFrameMagic, static_cast<uint8_t>(tcp::Kind::Abort), 0, 0, 5000, 0, 0, 0, 0, 0};
+  CHECK_THAT(tcp::check_frame(f, 0, g, 0, 0), Catch::Contains("too long"));
+  f.kind = 77;
+  CHECK_THAT(tcp::check_frame(f, 0, g, 0, 0), Catch::Contains("unknown frame kind"));
+}
+
+TEST_CASE("stripes cover a message exactly once") {
+  for (int nsocks : {1, 2, 3, 4, 16})
+    for (size_t total : {size_t(0), size_t(1), size_t(65535), size_t(131072), size_t(200001), size_t(1) << 20,
+                         size_t(16 << 20) + 5}) {
+      int n = tcp::nparts_for(total, nsocks);
+      REQUIRE(n >= 1);
+      REQUIRE(n <= nsocks);
+      size_t next = 0;
+      for (int i = 0; i < n; ++i) {
+        tcp::Part p = tcp::part_of(total, n, i);
+        REQUIRE(p.off == next);
+        if (total >= tcp::kMinStripe) REQUIRE(p.bytes > 0);
+        next += p.bytes;
+      }
+      REQUIRE(next == total);
+    }
+}
+
+TEST_CASE("CORAL_SOCKET_IFNAME selects interfaces like NCCL_SOCKET_IFNAME") {
+  CHECK(tcp::ifname_matches("eth", "eth0"));
+  CHECK_FALSE(tcp::ifname_matches("eth", "ens3"));
+  CHECK(tcp::ifname_matches("ens,eth", "eth1"));
+  CHECK(tcp::ifname_matches("^docker,lo", "eth0"));
+  CHECK_FALSE(tcp::ifname_matches("^docker,lo", "docker0"));
+  CHECK(tcp::ifname_matches("=eth0", "eth0"));
+  CHECK_FALSE(tcp::ifname_matches("=eth0", "eth01"));
+  CHECK_FALSE(tcp::ifname_matches("^=lo", "lo"));
+  {
+    Env e("CORAL_SOCKET_IFNAME", "lo");
+    auto a = tcp::choose_address("");
+    CHECK(a.ifname == "lo");
+  }
+  {
+    Env e("CORAL_SOCKET_IFNAME", "nosuchif");
+    CHECK_THROWS_WITH(tcp::choose_address(""), Catch::Contains("CORAL_SOCKET_IFNAME='nosuchif'"));
+  }
+  {
+    Env e("CORAL_SOCKET_FAMILY", "ipx");
+    CHECK_THROWS_WITH(tcp::choose_address(""), Catch::Contains("CORAL_SOCKET_FAMILY"));
+  }
+}
+
+TEST_CASE("striped and single-socket links carry large messages intact") {
+  for (const char* nsocks : {"1", "3"}) {
+    Env e("CORAL_SOCKET_NSOCKS", nsocks);
+    INFO("nsocks " << nsocks);
+    CHECK(transfer(20, 256 * 1024) == "");
+    CHECK(transfer(50, 130 * 1024 + 3) == "");
+  }
+}
+
+TEST_CASE("IPv6 links work") {
+  Env fam("CORAL_SOCKET_FAMILY", "ipv6");
+  Env ifn("CORAL_SOCKET_IFNAME", "lo");
+  bool have_v6 = true;
+  try {
+    tcp::choose_address("");
+  } catch (const Error&) {
+    have_v6 = false;
+  }
+  if (!have_v6) {
+    WARN("no IPv6 loopback address here: skipped");
+    return;
+  }
+  CHECK(transfer(10, 100000) == "");
+}
+
+TEST_CASE("a connection with the wrong token is turned away and the job still connects") {
+  auto store = std::make_shared<MemStore>();
+  std::atomic<bool> intruder_done{false};
+  std::string intruder_saw;
+  std::thread intruder([&] {
+    // Rank 1 accepts from rank 0; knock on its door first with a made-up token.
+    std::string rec = to_string(store->get("conf/tcp/addr/1", std::chrono::seconds(10)));
+    int fd = net::connect_retry(net::resolve(rec.substr(0, rec.find(' '))), net::Clock::now() + std::chrono::seconds(5));
+    tcp::Hello h = good_hello(wire::random_secret());
+    h.from = 0;
+    h.to = 1;
+    h.nsocks = 1;
+    net::send_all(fd, &h, sizeof h, net::Clock::now() + std::chrono::seconds(5));
+    char c;
+    bool closed = !net::recv_all(fd, &c, 1, net::Clock::now() + std::chrono::seconds(5));
+    intruder_saw = closed ? "closed" : "data";
+    close(fd);
+    intruder_done = true;
+  });
+  std::string err = on_ranks("tcp", 2, [&](int r, transport::Domain& d) {
+    if (r == 0)  // let the intruder go first
+      while (!intruder_done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    Monitor mon(&d, 20);
+    transport::Link& l = *d.link(1 - r);
+    if (r == 0) {
+      std::byte* out = l.send_acquire(4, mon);
+      std::memcpy(out, "ok!", 4);
+      l.send_commit(4, 1);
+      d.drain(mon);
+    } else {
+      transport::Message m = l.recv_peek(mon, true);
+      if (m.bytes != 4 || std::memcmp(m.data, "ok!", 4) != 0) fail(coralInternalError, "wrong message");
+      l.recv_release();
+    }
+  }, store);
+  intruder.join();
+  CHECK(err == "");
+  CHECK(intruder_saw == "closed");
+}
