@@ -76,8 +76,8 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
   dup2(err[1], 2);
   close(out[0]);
   close(err[0]);
-  setenv("CORAL_RANK", std::to_string(rank).c_str(), 1);
-  setenv("CORAL_SIZE", std::to_string(opt.nranks).c_str(), 1);
+  setenv("CORAL_RANK", std::to_string(opt.node_rank * opt.nranks + rank).c_str(), 1);
+  setenv("CORAL_SIZE", std::to_string(opt.nnodes * opt.nranks).c_str(), 1);
   setenv("CORAL_LOCAL_RANK", std::to_string(rank).c_str(), 1);
   setenv("CORAL_LOCAL_SIZE", std::to_string(opt.nranks).c_str(), 1);
   setenv("CORAL_ROOT", root.c_str(), 1);
@@ -98,9 +98,18 @@ int launch(const Options& opt) {
   sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
   sigprocmask(SIG_BLOCK, &mask, &old_mask);
-  wire::Secret secret = wire::random_secret();
-  TcpStoreServer store(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
-  const std::string root = "127.0.0.1:" + std::to_string(store.port());
+  wire::Secret secret = opt.secret.empty() ? wire::random_secret() : wire::secret_from_hex(opt.secret);
+  std::unique_ptr<TcpStoreServer> store;
+  std::string root = opt.root;
+  if (opt.nnodes == 1) {
+    store = std::make_unique<TcpStoreServer>(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
+    root = "127.0.0.1:" + std::to_string(store->port());
+  } else if (opt.node_rank == 0) {
+    // Served on every interface at the root's port: the other nodes reach it at root.
+    net::SockAddr at = net::resolve(root);
+    store = std::make_unique<TcpStoreServer>(net::resolve(at.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", at.port()),
+                                             secret, false, std::chrono::milliseconds(0));
+  }
 
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
@@ -190,7 +199,7 @@ int launch(const Options& opt) {
     }
     if (stopping && running > 0 && Clock::now() > kill_at) stop_all(SIGKILL);
   }
-  store.stop();
+  if (store) store->stop();
   if (first_failed >= 0) {
     std::fprintf(stderr, "coral-run: %s; stopped the other %d rank(s)\n", why.c_str(), opt.nranks - 1);
     return exit_code(ranks[first_failed].status);

@@ -7,7 +7,12 @@
 namespace coral::run {
 
 struct Options {
-  int nranks = 1;
+  int nranks = 1;  // on this node
+  // Multi-node: node 0's coral-run serves the store at root; every node starts its own ranks.
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string root;    // host:port, required when nnodes > 1
+  std::string secret;  // hex, the same on every node (CORAL_SECRET)
   bool prefix = true;
   double timeout_s = 0;  // 0: none
   std::vector<std::string> command;

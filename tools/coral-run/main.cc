@@ -1,6 +1,8 @@
 // coral-run -n N [--no-prefix] [--timeout S] [--] prog args...
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "tools/coral-run/launcher.h"
 
@@ -10,6 +12,11 @@ int main(int argc, char** argv) {
   bool no_prefix = false;
   app.add_option("-n,--np", opt.nranks, "number of ranks")->required()->check(CLI::Range(1, 4096));
   app.add_flag("--no-prefix", no_prefix, "do not prefix output lines with [rank]");
+  app.add_option("--nnodes", opt.nnodes, "nodes in the job; each runs coral-run with the same -n")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--node-rank", opt.node_rank, "this node's index (0 serves the rendezvous store)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--root", opt.root, "host:port of node 0's store (default: MASTER_ADDR:MASTER_PORT or CORAL_ROOT)");
   app.add_option("--timeout", opt.timeout_s, "stop all ranks after this many seconds (exit 124)")
       ->check(CLI::NonNegativeNumber);
   app.prefix_command();
@@ -25,5 +32,29 @@ int main(int argc, char** argv) {
     return 2;
   }
   opt.prefix = !no_prefix;
+  if (opt.nnodes > 1) {
+    if (opt.node_rank >= opt.nnodes) {
+      std::fprintf(stderr, "coral-run: --node-rank %d must be below --nnodes %d\n", opt.node_rank, opt.nnodes);
+      return 2;
+    }
+    const char* addr = std::getenv("MASTER_ADDR");
+    const char* port = std::getenv("MASTER_PORT");
+    const char* root = std::getenv("CORAL_ROOT");
+    if (opt.root.empty() && addr && port)
+      opt.root = (std::string(addr).find(':') != std::string::npos ? "[" + std::string(addr) + "]" : addr) +
+                 std::string(":") + port;
+    if (opt.root.empty() && root) opt.root = root;
+    if (opt.root.empty()) {
+      std::fprintf(stderr, "coral-run: --nnodes > 1 needs --root host:port (or MASTER_ADDR and MASTER_PORT)\n");
+      return 2;
+    }
+    const char* secret = std::getenv("CORAL_SECRET");
+    if (!secret || std::strlen(secret) != 64 || std::strspn(secret, "0123456789abcdefABCDEF") != 64) {
+      std::fprintf(stderr, "coral-run: --nnodes > 1 needs CORAL_SECRET, the same 64 hex digits on every node "
+                           "(e.g. export CORAL_SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(32))'))\n");
+      return 2;
+    }
+    opt.secret = secret;
+  }
   return coral::run::launch(opt);
 }

@@ -1,0 +1,42 @@
+#!/bin/bash
+# Every collective, exactly checked (mp_check), across emulated hosts: 2 hosts x 2 ranks and
+# 4 hosts x 1 rank, for each network transport built, with the tuner's choice and with forced
+# multi-host algorithms; IPv6 once; striped sockets once.
+# usage: collectives.sh CORAL_RUN MP_CHECK TRANSPORT...
+set -u
+. "$(dirname "$0")/lib.sh"
+CORAL_RUN=$1 prog=$2
+shift 2
+netns_skip_unless_root
+export JOB_TIMEOUT=300
+
+check() {  # description, hosts, ranks per host, then env assignments
+  local what=$1 k=$2 l=$3 out
+  shift 3
+  netns_up "$k" none v6 || { echo "FAIL: could not create $k hosts"; exit 1; }
+  out=$(export "$@"; run_job "$l" "$prog" 2>&1)
+  local rc=$?
+  netns_down
+  local n
+  n=$(echo "$out" | grep -c "collective cases passed")
+  if [ $rc != 0 ] || [ "$n" != $((k * l)) ]; then
+    echo "FAIL: $what ($k hosts x $l ranks, $*): rc=$rc, $n of $((k * l)) ranks passed"
+    echo "$out" | grep -v "refused connection" | tail -20
+    exit 1
+  fi
+  echo "ok: $what ($k hosts x $l ranks) $*"
+}
+
+for t in "$@"; do
+  # Between hosts the named transport; inside a host shared memory.
+  sel="shm,$t"
+  check "$t, tuner's choice" 2 2 CORAL_TRANSPORT=$sel
+  check "$t, tuner's choice" 4 1 CORAL_TRANSPORT=$sel
+  check "$t only, hierarchical" 2 2 CORAL_TRANSPORT=$t CORAL_ALGO=hier
+  check "$t, ring" 2 2 CORAL_TRANSPORT=$sel CORAL_ALGO=ring
+  check "$t, recursive halving-doubling" 4 1 CORAL_TRANSPORT=$sel CORAL_ALGO=rhd
+  check "$t, trees" 4 1 CORAL_TRANSPORT=$sel CORAL_ALGO=tree
+done
+if [[ " $* " == *" tcp "* ]]; then
+  check "tcp over IPv6, 3 sockets per pair" 4 1 CORAL_TRANSPORT=tcp CORAL_SOCKET_NSOCKS=3 CORAL_SOCKET_FAMILY=ipv6 JOB_ROOT="[fd77::1]:29500"
+fi
