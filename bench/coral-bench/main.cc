@@ -1,7 +1,10 @@
 // coral-bench: `coral-run -n P coral-bench [flags]` (or under mpirun, srun, torchrun).
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,23 +49,34 @@ double aggregate(const Options& o, double v, int nranks) {
   return out;
 }
 
-// Point-to-point bandwidth rank 0 -> rank 1 over the same transport the collectives use.
+// Point-to-point bandwidth from rank 0 over the slowest kind of link a collective crosses: to
+// the first rank on another host when there is one (the network bounds the collective), else to
+// rank 1.
 Bound measure_bound(int rank, int nranks, size_t max_bytes) {
   Bound b;
   if (nranks < 2) return b;
+  const coral::Communicator& comm = coral::unwrap(g_comm);
+  int peer = 1;
+  if (rank == 0)
+    for (int r = 1; r < nranks; ++r)
+      if (comm.transport_of(r) != std::string("shm")) {
+        peer = r;
+        break;
+      }
+  check(coralBroadcast(&peer, &peer, 1, coralInt32, 0, g_comm, nullptr), "broadcast");
   const size_t bytes = std::min<size_t>(std::max<size_t>(max_bytes, 4u << 20), 64u << 20);
   std::vector<char> buf(bytes, 1);
   char ack = 0;
   double gbps = 0;
   const int reps = 5;
   if (rank == 0) {
-    check(coralSend(buf.data(), bytes, coralUint8, 1, g_comm, nullptr), "send");
-    check(coralRecv(&ack, 1, coralUint8, 1, g_comm, nullptr), "recv");
+    check(coralSend(buf.data(), bytes, coralUint8, peer, g_comm, nullptr), "send");
+    check(coralRecv(&ack, 1, coralUint8, peer, g_comm, nullptr), "recv");
     auto t0 = Clock::now();
-    for (int i = 0; i < reps; ++i) check(coralSend(buf.data(), bytes, coralUint8, 1, g_comm, nullptr), "send");
-    check(coralRecv(&ack, 1, coralUint8, 1, g_comm, nullptr), "recv");
+    for (int i = 0; i < reps; ++i) check(coralSend(buf.data(), bytes, coralUint8, peer, g_comm, nullptr), "send");
+    check(coralRecv(&ack, 1, coralUint8, peer, g_comm, nullptr), "recv");
     gbps = bytes * reps / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
-  } else if (rank == 1) {
+  } else if (rank == peer) {
     check(coralRecv(buf.data(), bytes, coralUint8, 0, g_comm, nullptr), "recv");
     check(coralSend(&ack, 1, coralUint8, 0, g_comm, nullptr), "send");
     for (int i = 0; i < reps; ++i) check(coralRecv(buf.data(), bytes, coralUint8, 0, g_comm, nullptr), "recv");
@@ -70,19 +84,38 @@ Bound measure_bound(int rank, int nranks, size_t max_bytes) {
   }
   check(coralBroadcast(&gbps, &gbps, 1, coralFloat64, 0, g_comm, nullptr), "broadcast");
   b.gbps = gbps;
-  b.what = "shm point-to-point, rank 0 -> rank 1";
+  b.what = fmt::format("{} point-to-point, rank 0 -> rank {}", comm.transport_of(peer), peer);
   return b;
 }
 
+// "shm 1,3-5; tcp 2,6-7": which transport carries this rank's traffic to each peer.
+std::string links_summary(int rank, int nranks) {
+  const coral::Communicator& comm = coral::unwrap(g_comm);
+  std::map<std::string, std::vector<int>> by;
+  for (int r = 0; r < nranks; ++r)
+    if (r != rank) by[comm.transport_of(r)].push_back(r);
+  std::string out;
+  for (auto& [name, ranks] : by) {
+    out += (out.empty() ? "" : "; ") + name + " ";
+    for (size_t i = 0; i < ranks.size();) {
+      size_t j = i;
+      while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+      out += (i ? "," : "") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
+      i = j + 1;
+    }
+  }
+  return out.empty() ? "none" : out;
+}
+
 std::vector<std::string> rank_lines(int rank, int nranks) {
-  char mine[128] = {0}, host[64] = {0};
+  char mine[256] = {0}, host[64] = {0};
   gethostname(host, sizeof host - 1);
-  std::snprintf(mine, sizeof mine, "#  Rank %2d Group  0 Pid %6d on %10s device  0 [host] CPU memory", rank,
-                static_cast<int>(getpid()), host);
-  std::vector<char> all(128 * static_cast<size_t>(nranks));
-  check(coralAllGather(mine, all.data(), 128, coralUint8, g_comm, nullptr), "allgather");
+  std::snprintf(mine, sizeof mine, "#  Rank %2d Group  0 Pid %6d on %10s device  0 [host] CPU memory, links: %s", rank,
+                static_cast<int>(getpid()), host, links_summary(rank, nranks).c_str());
+  std::vector<char> all(256 * static_cast<size_t>(nranks));
+  check(coralAllGather(mine, all.data(), 256, coralUint8, g_comm, nullptr), "allgather");
   std::vector<std::string> out;
-  for (int r = 0; r < nranks; ++r) out.emplace_back(all.data() + 128 * r);
+  for (int r = 0; r < nranks; ++r) out.emplace_back(all.data() + 256 * r);
   return out;
 }
 

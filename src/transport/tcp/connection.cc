@@ -45,7 +45,7 @@ std::byte* TcpLink::send_acquire(size_t bytes, WaitMonitor& mon) {
 }
 
 void TcpLink::send_commit(size_t bytes, uint64_t tag) {
-  std::lock_guard<std::mutex> lock(dom_->mutex());
+  std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
   const int n = nparts_for(bytes, nsocks());
   const std::byte* base = out_ring_.at(out_seq_);
   parts_unwritten_[out_seq_ % geo_.nslots] = static_cast<uint16_t>(n);
@@ -179,7 +179,7 @@ void TcpLink::recv_release() {
   ++unreported_;
   // Half the window freed: tell the peer now rather than stall its pipeline.
   if (unreported_ * 2 >= geo_.nslots) {
-    std::lock_guard<std::mutex> lock(dom_->mutex());
+    std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
     push_credits();
   }
 }

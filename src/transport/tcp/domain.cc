@@ -172,7 +172,7 @@ void TcpDomain::connect_all(const ConnectArgs& a) {
 
 TcpDomain::~TcpDomain() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     for (auto& [q, l] : links_)
       if (l->failure().empty()) l->queue_bye();
     // Closing a socket that still has unread input resets the connection, and a reset throws
@@ -243,7 +243,7 @@ void TcpDomain::progress(int timeout_ms) {
 void TcpDomain::drain(WaitMonitor& mon) {
   if (writers_.empty()) return;
   wait(mon, writers_.front()->peer(), [&] {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     // A failed link drops its output: the wait on it reports the failure instead.
     std::erase_if(writers_, [](TcpLink* l) { return !l->failure().empty(); });
     return writers_.empty();
@@ -251,7 +251,7 @@ void TcpDomain::drain(WaitMonitor& mon) {
 }
 
 std::string TcpDomain::peer_failure(int peer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   auto it = links_.find(peer);
   if (it == links_.end() || it->second->failure().empty()) return "";
   // A host going down closes all its connections within moments: wait briefly so the error
@@ -265,14 +265,14 @@ std::string TcpDomain::peer_failure(int peer) {
 }
 
 std::string TcpDomain::remote_abort() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   for (auto& [q, l] : links_)
     if (!l->abort_text().empty()) return l->abort_text();
   return "";
 }
 
 void TcpDomain::abort(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   for (auto& [q, l] : links_)
     if (l->failure().empty()) l->queue_abort(why);
   auto until = Clock::now() + std::chrono::milliseconds(500);

@@ -34,20 +34,25 @@ class TcpDomain : public Domain {
   // A link queued output the kernel did not take at once.
   void want_write(TcpLink* l);
   // Links take it before touching their queues from the executor's side.
-  std::mutex& mutex() { return mu_; }
+  std::recursive_mutex& mutex() { return mu_; }
 
+  // Credits are not pushed here: a link reports released slots by the time half its window is
+  // free, so a peer always keeps at least nslots/2 + 1 >= 2 messages of room, the depth the
+  // schedules are verified against; nothing can deadlock on a credit this side still holds.
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
     for (int i = 0;; ++i) {
+      const bool sleep = i >= mon.spin;
       {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (i == 1)  // about to wait: the peer may be waiting for our credits
-          for (auto& [q, l] : links_) l->push_credits();
-        progress(i < mon.spin ? 0 : 20);
+        std::lock_guard<std::recursive_mutex> lock(mu_);
+        progress(0);
+        if (sleep && !ready()) progress(20);
       }
       if (ready()) return;
-      if (i < mon.spin) {
-        if (i >= mon.pause_polls) sched_yield();
+      if (!sleep) {
+        // A poll is a system call anyway; yielding as well costs little and lets the rank we
+        // wait for run when hosts (or emulated hosts) have fewer cores than ranks.
+        sched_yield();
       } else {
         mon.check(peer);
       }
@@ -62,7 +67,7 @@ class TcpDomain : public Domain {
   int epfd_ = -1;
   std::map<int, std::unique_ptr<TcpLink>> links_;
   std::vector<TcpLink*> writers_;  // links with output the kernel has not taken yet
-  std::mutex mu_;  // progress runs on one thread at a time; abort may come from another
+  std::recursive_mutex mu_;  // progress runs on one thread at a time; abort may come from another (recursive: waits test readiness under it)
 };
 
 }  // namespace coral::transport::tcp
