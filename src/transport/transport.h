@@ -24,7 +24,8 @@ class Link {
  public:
   virtual ~Link() = default;
   virtual size_t max_message() const = 0;
-  // Messages per direction that may be committed before the peer releases any.
+  // Messages per direction a sender can always commit ahead of the peer's releases (a transport
+  // may allow more, but must block eventually).
   virtual int max_in_flight() const = 0;
   // A buffer for the next outgoing message of `bytes` (<= max_message()); blocks until a slot is
   // free. Small messages may get a buffer that travels with the message's header.

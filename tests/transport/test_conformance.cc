@@ -74,7 +74,7 @@ TEST_CASE("messages arrive in order, intact, with their tags, in both directions
   }
 }
 
-TEST_CASE("a sender blocks at max_in_flight and resumes when the receiver releases") {
+TEST_CASE("a sender gets max_in_flight messages ahead, then blocks until the receiver releases") {
   for (const std::string& name : transports()) {
     INFO(name);
     std::atomic<int> committed{0};
@@ -84,17 +84,20 @@ TEST_CASE("a sender blocks at max_in_flight and resumes when the receiver releas
       transport::Link& l = *d.link(1 - r);
       const int window = l.max_in_flight();
       if (r == 0) {
-        for (int i = 0; i < window + 3; ++i) {
+        for (int i = 0; i < 2 * window + 8; ++i) {
           send(l, 0, static_cast<uint64_t>(i), 64, mon);
           committed = i + 1;
         }
         d.drain(mon);
       } else {
-        // Give the sender time to fill the window; it must not get past it.
+        // Give the sender time to fill the window: it must get at least max_in_flight ahead
+        // (the schedules count on it) and must then block (bounded memory).
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        if (committed.load() > window) fail(coralInternalError, "sender passed the window: " + std::to_string(committed.load()));
+        int ahead = committed.load();
+        if (ahead < window || ahead >= 2 * window + 8)
+          fail(coralInternalError, "sender got " + std::to_string(ahead) + " messages ahead; max_in_flight is " + std::to_string(window));
         reader_started = true;
-        for (int i = 0; i < window + 3; ++i) {
+        for (int i = 0; i < 2 * window + 8; ++i) {
           std::string why = expect(l, 0, static_cast<uint64_t>(i), 64, mon, true);
           if (!why.empty()) fail(coralInternalError, why);
         }

@@ -46,7 +46,10 @@ class TcpLink : public Link {
   TcpLink(TcpDomain* dom, int peer, std::string where, const Geometry& g, const std::vector<int>& fds);
   ~TcpLink() override;
   size_t max_message() const override { return geo_.slot_bytes; }
-  int max_in_flight() const override { return static_cast<int>(geo_.nslots); }
+  // Released slots are reported once half the window is free (see recv_release), so up to
+  // ceil(n/2) - 1 freed slots may not have reached the sender yet: the room a sender can count
+  // on is what is left.
+  int max_in_flight() const override { return static_cast<int>(geo_.nslots - (geo_.nslots + 1) / 2 + 1); }
   std::byte* send_acquire(size_t bytes, WaitMonitor& mon) override;
   void send_commit(size_t bytes, uint64_t tag) override;
   Message recv_peek(WaitMonitor& mon, bool want_local) override;

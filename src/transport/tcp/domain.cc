@@ -241,13 +241,17 @@ void TcpDomain::progress(int timeout_ms) {
 }
 
 void TcpDomain::drain(WaitMonitor& mon) {
-  if (writers_.empty()) return;
-  wait(mon, writers_.front()->peer(), [&] {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    // A failed link drops its output: the wait on it reports the failure instead.
-    std::erase_if(writers_, [](TcpLink* l) { return !l->failure().empty(); });
-    return writers_.empty();
-  });
+  // The wait watches one peer at a time (whose failure or silence ends it): always one whose
+  // output is still pending, never one that already took everything and may have left.
+  while (!writers_.empty()) {
+    const int peer = writers_.front()->peer();
+    wait(mon, peer, [&] {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      // A failed link drops its output: the wait on it reports the failure instead.
+      std::erase_if(writers_, [](TcpLink* l) { return !l->failure().empty(); });
+      return writers_.empty() || writers_.front()->peer() != peer;
+    });
+  }
 }
 
 std::string TcpDomain::peer_failure(int peer) {

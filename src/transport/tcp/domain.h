@@ -37,8 +37,8 @@ class TcpDomain : public Domain {
   std::recursive_mutex& mutex() { return mu_; }
 
   // Credits are not pushed here: a link reports released slots by the time half its window is
-  // free, so a peer always keeps at least nslots/2 + 1 >= 2 messages of room, the depth the
-  // schedules are verified against; nothing can deadlock on a credit this side still holds.
+  // free, so a peer always keeps max_in_flight() >= 2 messages of room, the depth the schedules
+  // are verified against; nothing can deadlock on a credit this side still holds.
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
     for (int i = 0;; ++i) {
