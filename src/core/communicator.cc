@@ -25,11 +25,16 @@ using Clock = std::chrono::steady_clock;
 
 class Monitor : public WaitMonitor {
  public:
-  Monitor(int rank, transport::Domain* const* domain_of, double timeout_s, const char* what, int spin_polls,
-          int pause)
-      : rank_(rank), domain_of_(domain_of), timeout_s_(timeout_s), what_(what) {
+  Monitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
+          double timeout_s, const char* what, int spin_polls, int pause)
+      : rank_(rank), domain_of_(domain_of), polled_(polled), timeout_s_(timeout_s), what_(what) {
     spin = spin_polls;
     pause_polls = pause;
+    if (!polled_.empty()) sleep_slice_ns = 1000 * 1000;
+  }
+  void poll_others(const void* self) override {
+    for (transport::Domain* d : polled_)
+      if (d != self) d->advance();
   }
   // Only called once a wait has gone to sleep, so the clock is read off the fast path: the
   // timeout counts from the first sleep of this operation.
@@ -49,6 +54,7 @@ class Monitor : public WaitMonitor {
  private:
   int rank_;
   transport::Domain* const* domain_of_;
+  const std::vector<transport::Domain*>& polled_;
   Clock::time_point deadline_{};
   double timeout_s_;
   const char* what_;
@@ -110,6 +116,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
     }
     log::info(log::Init, "{} connects {} peers", t->name(), ca.targets.size());
     for (int q : ca.targets) transport_of_[q] = t->name();
+    if (dom->needs_polling()) polled_.push_back(dom.get());
     domains_.push_back(std::move(dom));
   }
   for (int q = 0; q < nranks; ++q)
@@ -185,7 +192,7 @@ void Communicator::execute(Call& c, bool background) {
   const sched::Schedule& s = schedule_for(a, algo);
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
   // caller's computation, which is what non-blocking calls exist to overlap.
-  Monitor mon(rank_, domain_of_.data(), timeout_s_, sched::coll_name(a.coll),
+  Monitor mon(rank_, domain_of_.data(), polled_, timeout_s_, sched::coll_name(a.coll),
               background ? std::min(spin_, kBackgroundSpin) : spin_,
               background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_);
   try {

@@ -70,6 +70,7 @@ class Communicator {
   std::vector<std::unique_ptr<transport::Domain>> domains_;
   std::vector<transport::Link*> links_;
   std::vector<transport::Domain*> domain_of_;
+  std::vector<transport::Domain*> polled_;  // transports a wait on any other must keep going
   std::vector<std::string> transport_of_;
   size_t max_message_ = SIZE_MAX;
   uint64_t coll_seq_ = 0;

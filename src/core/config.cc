@@ -45,6 +45,8 @@ const std::vector<Knob>& knobs() {
        "TCP sockets per pair of ranks; messages of 128K and more are striped over them (1-16)."},
       {"CORAL_SOCKET_SLOT_BYTES", Type::Bytes, "256K", "Bytes per TCP receive slot (the largest message)."},
       {"CORAL_SOCKET_NSLOTS", Type::Int, "8", "Receive slots per TCP link: messages a sender may have in flight."},
+      {"CORAL_UCX_SLOT_BYTES", Type::Bytes, "256K", "Bytes per UCX message slot (the largest message)."},
+      {"CORAL_UCX_NSLOTS", Type::Int, "8", "UCX sends in flight and receives posted ahead, per peer."},
       {"CORAL_SPIN", Type::Int, "20000",
        "Polls a waiting rank makes before it yields the core; 0 blocks at once."},
       {"CORAL_KERNEL", Type::String, "auto",

@@ -29,8 +29,13 @@ class WaitMonitor {
  public:
   virtual ~WaitMonitor() = default;
   virtual void check(int peer) = 0;
+  // Moves the communicator's network transports other than `self` along. A rank waiting on one
+  // transport must keep the others going: a peer's message may be stuck in our send queue, or
+  // in a protocol (rendezvous, acknowledgements) that needs this side to answer.
+  virtual void poll_others(const void* self) { (void)self; }
   int spin = 20000;        // polls before sleeping on the futex
   int pause_polls = 1000;  // of which the first ones only pause; later ones yield the core
+  long sleep_slice_ns = 20 * 1000 * 1000;  // shorter when network transports need polling
 };
 
 // Waits until ready() holds. word is the futex the other side bumps; sleeping is set while this
@@ -41,6 +46,7 @@ void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word,
   if (ready()) return;
   for (int i = 0; i < mon.spin; ++i) {
     if (ready()) return;
+    if (i % 16 == 15) mon.poll_others(nullptr);
     if (i < mon.pause_polls) _mm_pause();
     else sched_yield();  // the peer we wait for may need this core
   }
@@ -51,9 +57,10 @@ void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word,
       sleeping.store(0, std::memory_order_relaxed);
       return;
     }
-    futex_wait(&word, seen, 20 * 1000 * 1000);
+    futex_wait(&word, seen, mon.sleep_slice_ns);
     sleeping.store(0, std::memory_order_relaxed);
     if (ready()) return;
+    mon.poll_others(nullptr);
     mon.check(peer);
   }
 }

@@ -5,16 +5,35 @@
 #include "transport/shm/transport.h"
 #include "transport/tcp/transport.h"
 #include "transport/transport.h"
+#ifdef CORAL_HAVE_UCX
+#include "transport/ucx/transport.h"
+#endif
 
 namespace coral::transport {
 
-std::vector<Transport*> registry() {
+std::vector<Transport*> built_transports() {
   static shm::ShmTransport shm;
   static tcp::TcpTransport tcp;
+#ifdef CORAL_HAVE_UCX
+  static ucx::UcxTransport ucx;
+  return {&shm, &ucx, &tcp};
+#else
+  return {&shm, &tcp};
+#endif
+}
+
+std::vector<Transport*> registry() {
   // Preference order: the first transport that can connect a pair carries it.
-  const std::vector<Transport*> all = {&shm, &tcp};
+  std::vector<Transport*> all = built_transports();
   std::string want = config::get_string("CORAL_TRANSPORT");
-  if (want == "auto") return all;
+  if (want == "auto") {
+    // Between hosts UCX earns its place only with RDMA devices; over plain TCP Coral's own
+    // transport is the leaner path.
+#ifdef CORAL_HAVE_UCX
+    if (!ucx::rdma_present()) std::erase_if(all, [](Transport* t) { return std::string(t->name()) == "ucx"; });
+#endif
+    return all;
+  }
   std::vector<Transport*> out;
   size_t start = 0;
   while (start <= want.size()) {

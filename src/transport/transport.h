@@ -67,6 +67,10 @@ class Domain {
   // Called at the end of every operation: hands whatever is still queued to the wire, so peers
   // can finish while this rank computes.
   virtual void drain(WaitMonitor&) {}
+  // Non-blocking progress of everything in flight, for waits on other transports; false when
+  // this transport never needs it (shared memory moves without help).
+  virtual bool needs_polling() const { return false; }
+  virtual void advance() {}
 };
 
 struct ConnectArgs {
@@ -86,7 +90,9 @@ class Transport {
   virtual std::unique_ptr<Domain> connect(const ConnectArgs& args) = 0;
 };
 
-// Ordered list of available transports (CORAL_TRANSPORT may force one).
+// Ordered list of the transports to use (CORAL_TRANSPORT may force some).
 std::vector<Transport*> registry();
+// Every transport this build has, whatever CORAL_TRANSPORT says.
+std::vector<Transport*> built_transports();
 
 }  // namespace coral::transport

@@ -28,7 +28,9 @@ check() {  # description, hosts, ranks per host, then env assignments
 }
 
 for t in "$@"; do
-  # Between hosts the named transport; inside a host shared memory.
+  # Between hosts the named transport; inside a host shared memory. The namespaces share one
+  # kernel's IPC, so UCX would pick shared memory between "hosts": keep it on the network.
+  [ "$t" = ucx ] && export UCX_TLS=tcp,self
   sel="shm,$t"
   check "$t, tuner's choice" 2 2 CORAL_TRANSPORT=$sel
   check "$t, tuner's choice" 4 1 CORAL_TRANSPORT=$sel
@@ -36,6 +38,7 @@ for t in "$@"; do
   check "$t, ring" 2 2 CORAL_TRANSPORT=$sel CORAL_ALGO=ring
   check "$t, recursive halving-doubling" 4 1 CORAL_TRANSPORT=$sel CORAL_ALGO=rhd
   check "$t, trees" 4 1 CORAL_TRANSPORT=$sel CORAL_ALGO=tree
+  unset UCX_TLS
 done
 if [[ " $* " == *" tcp "* ]]; then
   check "tcp over IPv6, 3 sockets per pair" 4 1 CORAL_TRANSPORT=tcp CORAL_SOCKET_NSOCKS=3 CORAL_SOCKET_FAMILY=ipv6 JOB_ROOT="[fd77::1]:29500"

@@ -6,6 +6,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 CORAL_RUN=$1 prog=$2 transport=$3
 netns_skip_unless_root
+[ "$transport" = ucx ] && export UCX_TLS=tcp,self  # namespaces share IPC: keep UCX on the network
 netns_up 3 none || { echo "FAIL: could not create hosts"; exit 1; }
 log=$(mktemp)
 trap 'rm -f "$log"; netns_down' EXIT

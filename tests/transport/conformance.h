@@ -39,7 +39,7 @@ class Monitor : public WaitMonitor {
 };
 
 inline transport::Transport* find(const std::string& name) {
-  for (transport::Transport* t : transport::registry())
+  for (transport::Transport* t : transport::built_transports())
     if (name == t->name()) return t;
   return nullptr;
 }

@@ -14,7 +14,7 @@ namespace {
 
 std::vector<std::string> transports() {
   std::vector<std::string> names;
-  for (transport::Transport* t : transport::registry()) names.push_back(t->name());
+  for (transport::Transport* t : transport::built_transports()) names.push_back(t->name());
   return names;
 }
 

@@ -27,6 +27,11 @@ class TcpDomain : public Domain {
   std::string remote_abort() override;
   void abort(const std::string& why) override;
   void drain(WaitMonitor& mon) override;
+  bool needs_polling() const override { return true; }
+  void advance() override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    progress(0);
+  }
 
   // One pass over the sockets: write what is pending, read what arrived. timeout_ms > 0 sleeps
   // until something happens.
@@ -49,6 +54,7 @@ class TcpDomain : public Domain {
         if (sleep && !ready()) progress(20);
       }
       if (ready()) return;
+      mon.poll_others(this);
       if (!sleep) {
         // A poll is a system call anyway; yielding as well costs little and lets the rank we
         // wait for run when hosts (or emulated hosts) have fewer cores than ranks.
