@@ -96,11 +96,11 @@ std::string links_summary(int rank, int nranks) {
     if (r != rank) by[comm.transport_of(r)].push_back(r);
   std::string out;
   for (auto& [name, ranks] : by) {
-    out += (out.empty() ? "" : "; ") + name + " ";
+    out += fmt::format("{}{} ", out.empty() ? "" : "; ", name);
     for (size_t i = 0; i < ranks.size();) {
       size_t j = i;
       while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-      out += (i ? "," : "") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
+      out += j > i ? fmt::format("{}{}-{}", i ? "," : "", ranks[i], ranks[j]) : fmt::format("{}{}", i ? "," : "", ranks[i]);
       i = j + 1;
     }
   }

@@ -30,7 +30,8 @@ ompi() {  # hosts, args...
   shift
   : >"$tmp/hosts"
   for ((i = 0; i < k; i++)); do echo "h$i slots=1" >>"$tmp/hosts"; done
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 on_host 0 mpirun.openmpi --hostfile "$tmp/hosts" -np "$k" \
+  # Open MPI's launch across namespaces occasionally stalls: bound it.
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 on_host 0 timeout 120 mpirun.openmpi --hostfile "$tmp/hosts" -np "$k" \
     --mca plm_rsh_agent "$PWD/bench/net/netns-rsh" --mca plm_rsh_no_tree_spawn 1 --mca btl tcp,self \
     --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 --mca mpi_yield_when_idle 1 \
     --bind-to none -x BENCH_LIB=ompi "$tmp/ar_ompi" "$@" 2>/dev/null | grep 'P='

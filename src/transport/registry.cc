@@ -8,18 +8,26 @@
 #ifdef CORAL_HAVE_UCX
 #include "transport/ucx/transport.h"
 #endif
+#ifdef CORAL_HAVE_IBVERBS
+#include "transport/ibverbs/transport.h"
+#endif
 
 namespace coral::transport {
 
 std::vector<Transport*> built_transports() {
   static shm::ShmTransport shm;
   static tcp::TcpTransport tcp;
+  std::vector<Transport*> all = {&shm};
+#ifdef CORAL_HAVE_IBVERBS
+  static ibverbs::IbvTransport ibv;
+  all.push_back(&ibv);
+#endif
 #ifdef CORAL_HAVE_UCX
   static ucx::UcxTransport ucx;
-  return {&shm, &ucx, &tcp};
-#else
-  return {&shm, &tcp};
+  all.push_back(&ucx);
 #endif
+  all.push_back(&tcp);
+  return all;
 }
 
 std::vector<Transport*> registry() {
@@ -27,6 +35,7 @@ std::vector<Transport*> registry() {
   std::vector<Transport*> all = built_transports();
   std::string want = config::get_string("CORAL_TRANSPORT");
   if (want == "auto") {
+    std::erase_if(all, [](Transport* t) { return !t->available(); });
     // Between hosts UCX earns its place only with RDMA devices; over plain TCP Coral's own
     // transport is the leaner path.
 #ifdef CORAL_HAVE_UCX

@@ -86,6 +86,8 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
+  // False when this host lacks what the transport needs (an RDMA device): auto mode skips it.
+  virtual bool available() const { return true; }
   virtual bool can_connect(const PeerInfo& a, const PeerInfo& b) const = 0;
   virtual std::unique_ptr<Domain> connect(const ConnectArgs& args) = 0;
 };

@@ -31,8 +31,9 @@ for h in h0 h2; do
 done
 other=$(echo "$fails" | grep -v coralRemoteError)
 [ -z "$other" ] || { echo "FAIL: errors other than coralRemoteError:"; echo "$other"; exit 1; }
-# Every error names both lost ranks.
-bad=$(echo "$fails" | grep -v -E 'lost ranks 2, 3')
+# Every error names both lost ranks (a rank that exited on its own error moments later may be
+# named too: it is gone as well).
+bad=$(echo "$fails" | grep -v -E 'lost ranks ([0-9]+, )*2, 3(, [0-9]+)*[ )]')
 [ -z "$bad" ] || { echo "FAIL: errors that do not name ranks 2 and 3:"; echo "$bad"; exit 1; }
 echo "ok: the surviving ranks failed with coralRemoteError naming ranks 2, 3; all processes gone $took_ms ms after the kill"
 [ "$took_ms" -lt 30000 ] || { echo "FAIL: took $took_ms ms"; exit 1; }

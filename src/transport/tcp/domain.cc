@@ -260,7 +260,7 @@ std::string TcpDomain::peer_failure(int peer) {
   if (it == links_.end() || it->second->failure().empty()) return "";
   // A host going down closes all its connections within moments: wait briefly so the error
   // names every lost rank, not just the first one noticed.
-  auto until = Clock::now() + std::chrono::milliseconds(100);
+  auto until = Clock::now() + std::chrono::milliseconds(50);
   while (Clock::now() < until) progress(10);
   std::vector<int> lost;
   for (auto& [q, l] : links_)

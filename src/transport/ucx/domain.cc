@@ -225,7 +225,7 @@ std::string UcxDomain::peer_failure(int peer) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   auto it = links_.find(peer);
   if (it == links_.end() || it->second->failure().empty()) return "";
-  auto until = Clock::now() + std::chrono::milliseconds(100);
+  auto until = Clock::now() + std::chrono::milliseconds(50);
   while (Clock::now() < until) progress();
   std::vector<int> lost;
   for (auto& [q, l] : links_)
