@@ -120,10 +120,14 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
     domains_.push_back(std::move(dom));
   }
   for (int q = 0; q < nranks; ++q)
-    if (!done[q])
+    if (!done[q]) {
+      std::string missing;
+      for (transport::Transport* t : transport::registry())
+        if (!t->available()) missing += fmt::format("; {} is not available on this host (CORAL_DEBUG=INFO says why)", t->name());
       fail(coralSystemError, fmt::format("no transport connects rank {} (host {}) with rank {} (host {}); "
-                                         "CORAL_TRANSPORT={}", rank, me.host_id, q, peers[q].host_id,
-                                         config::get_string("CORAL_TRANSPORT")));
+                                         "CORAL_TRANSPORT={}{}", rank, me.host_id, q, peers[q].host_id,
+                                         config::get_string("CORAL_TRANSPORT"), missing));
+    }
   // More ranks here than cores: a waiting rank yields at once, or the peer it waits for may not
   // get a core for a whole time slice.
   int local = 0;
