@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/wait.h"
+#include "transport/net_wait.h"
 #include "transport/ibverbs/connection.h"
 
 namespace coral::transport::ibverbs {
@@ -43,22 +44,10 @@ class IbvDomain : public Domain {
   RegCache& cache() { return *cache_; }
   std::recursive_mutex& mutex() { return mu_; }
 
+  // Completion queues are polled without events: the sleep is a yield.
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
-    for (int i = 0;; ++i) {
-      {
-        std::lock_guard<std::recursive_mutex> lock(mu_);
-        progress();
-      }
-      if (ready()) return;
-      mon.poll_others(this);
-      if (i < mon.spin) {
-        if (i >= mon.pause_polls) sched_yield();
-      } else {
-        mon.check(peer);
-        sched_yield();
-      }
-    }
+    network_wait(mon, peer, this, mu_, [&] { progress(); }, [] { sched_yield(); }, ready);
   }
 
  private:

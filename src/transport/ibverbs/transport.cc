@@ -58,12 +58,6 @@ ibv_device* device(std::string* why_out = nullptr) {
   return dev;
 }
 
-std::string ranks_list(const std::vector<int>& r) {
-  std::string s;
-  for (int q : r) s += (s.empty() ? "" : ", ") + std::to_string(q);
-  return s;
-}
-
 }  // namespace
 
 Registration PdRegistrar::reg(uintptr_t addr, size_t len) {
@@ -171,8 +165,7 @@ std::string IbvDomain::peer_failure(int peer) {
   std::vector<int> lost;
   for (auto& [q, l] : links_)
     if (!l->failure().empty() && (!bye[q] || q == peer)) lost.push_back(q);
-  return fmt::format("lost rank{} {} ({}{})", lost.size() > 1 ? "s" : "", ranks_list(lost), it->second->failure(),
-                     bye[peer] ? "; it had closed its communicator" : "");
+  return lost_ranks(lost, it->second->failure() + (bye[peer] ? "; it had closed its communicator" : ""));
 }
 
 std::string IbvDomain::remote_abort() {

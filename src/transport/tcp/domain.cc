@@ -265,7 +265,7 @@ std::string TcpDomain::peer_failure(int peer) {
   std::vector<int> lost;
   for (auto& [q, l] : links_)
     if (!l->failure().empty() && (!l->closed_cleanly() || q == peer)) lost.push_back(q);
-  return fmt::format("lost rank{} {} ({})", lost.size() > 1 ? "s" : "", ranks_list(lost), it->second->failure());
+  return lost_ranks(lost, it->second->failure());
 }
 
 std::string TcpDomain::remote_abort() {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/wait.h"
+#include "transport/net_wait.h"
 #include "transport/tcp/connection.h"
 #include "transport/transport.h"
 
@@ -46,23 +47,7 @@ class TcpDomain : public Domain {
   // are verified against; nothing can deadlock on a credit this side still holds.
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
-    for (int i = 0;; ++i) {
-      const bool sleep = i >= mon.spin;
-      {
-        std::lock_guard<std::recursive_mutex> lock(mu_);
-        progress(0);
-        if (sleep && !ready()) progress(20);
-      }
-      if (ready()) return;
-      mon.poll_others(this);
-      if (!sleep) {
-        // A poll is a system call anyway; yielding as well costs little and lets the rank we
-        // wait for run when hosts (or emulated hosts) have fewer cores than ranks.
-        sched_yield();
-      } else {
-        mon.check(peer);
-      }
-    }
+    network_wait(mon, peer, this, mu_, [&] { progress(0); }, [&] { progress(20); }, ready);
   }
 
  private:

@@ -32,12 +32,6 @@ void on_ep_error(void* arg, ucp_ep_h, ucs_status_t status) {
                               : fmt::format("connection to rank {} failed: {}", l->peer(), ucs_status_string(status)));
 }
 
-std::string ranks_list(const std::vector<int>& r) {
-  std::string s;
-  for (int q : r) s += (s.empty() ? "" : ", ") + std::to_string(q);
-  return s;
-}
-
 }  // namespace
 
 UcxDomain::UcxDomain(const ConnectArgs& a) : rank_(a.rank) {
@@ -230,7 +224,7 @@ std::string UcxDomain::peer_failure(int peer) {
   std::vector<int> lost;
   for (auto& [q, l] : links_)
     if (!l->failure().empty() && (!l->closed_cleanly() || q == peer)) lost.push_back(q);
-  return fmt::format("lost rank{} {} ({})", lost.size() > 1 ? "s" : "", ranks_list(lost), it->second->failure());
+  return lost_ranks(lost, it->second->failure());
 }
 
 std::string UcxDomain::remote_abort() {

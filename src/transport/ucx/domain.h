@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/wait.h"
+#include "transport/net_wait.h"
 #include "transport/transport.h"
 #include "transport/ucx/connection.h"
 
@@ -37,18 +38,7 @@ class UcxDomain : public Domain {
 
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
-    for (int i = 0;; ++i) {
-      const bool sleep = i >= mon.spin;
-      {
-        std::lock_guard<std::recursive_mutex> lock(mu_);
-        progress();
-        if (sleep && !ready()) sleep_for_events(20);
-      }
-      if (ready()) return;
-      mon.poll_others(this);
-      if (!sleep) sched_yield();
-      else mon.check(peer);
-    }
+    network_wait(mon, peer, this, mu_, [&] { progress(); }, [&] { sleep_for_events(20); }, ready);
   }
 
  private:
