@@ -142,8 +142,81 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   log::info(log::Init, "{} local ranks on {} cpus: {}", local, ncpu, pause_polls_ ? "spin, then yield" : "yield at once");
   p2p_seq_send_.assign(nranks, 0);
   p2p_seq_recv_.assign(nranks, 0);
+  // Host-memory transports: the ranks of a host share its network interface.
+  tune_.nic_share = std::max(1, nranks / std::max(1, tune_.hosts));
+  if (tune_.hosts > 1 && config::get_int("CORAL_TUNE_PROBE") != 0) probe_links();
   store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
   log::info(log::Init, "communicator ready: rank {} of {}", rank, nranks);
+}
+
+void Communicator::p2p(bool send, void* buf, size_t bytes, int peer) {
+  Call c;
+  c.args.coll = send ? sched::Coll::Send : sched::Coll::Recv;
+  c.args.count = bytes;
+  c.args.dtype = coralUint8;
+  c.args.op = coralSum;
+  c.args.root = peer;
+  c.send = buf;
+  c.recv = buf;
+  run(c);
+}
+
+// The cost model's link classes, measured: rank 0 times round trips (latency) and a stream of
+// large messages (bandwidth) to a rank on its own host and to one on another host, then tells
+// everyone. Defaults describe a 100 Gb/s network; a 1 Gb/s one picks different algorithms.
+void Communicator::probe_links() {
+  int near = -1, far = -1;
+  for (int q = 1; q < nranks_; ++q) {
+    if (host_index_[q] == host_index_[0] && near < 0) near = q;
+    if (host_index_[q] != host_index_[0] && far < 0) far = q;
+  }
+  double result[4] = {tune_.intra.alpha, tune_.intra.beta, tune_.inter.alpha, tune_.inter.beta};
+  const size_t big = std::min<size_t>(chunk_bytes(), 1u << 20);
+  std::vector<std::byte> buf(big);
+  auto measure = [&](int peer, double* out) {
+    using C = std::chrono::steady_clock;
+    const int rounds = 16, streams = 8;
+    if (rank_ == 0) {
+      p2p(true, buf.data(), 8, peer);  // warm-up: connections and caches
+      p2p(false, buf.data(), 8, peer);
+      auto t0 = C::now();
+      for (int i = 0; i < rounds; ++i) {
+        p2p(true, buf.data(), 8, peer);
+        p2p(false, buf.data(), 8, peer);
+      }
+      double alpha = std::chrono::duration<double>(C::now() - t0).count() / (2 * rounds);
+      t0 = C::now();
+      for (int i = 0; i < streams; ++i) p2p(true, buf.data(), big, peer);
+      p2p(false, buf.data(), 1, peer);
+      double t = std::chrono::duration<double>(C::now() - t0).count();
+      out[0] = alpha;
+      out[1] = std::max(t - 2 * alpha, 1e-9) / (static_cast<double>(streams) * big);
+    } else if (rank_ == peer) {
+      p2p(false, buf.data(), 8, 0);
+      p2p(true, buf.data(), 8, 0);
+      for (int i = 0; i < rounds; ++i) {
+        p2p(false, buf.data(), 8, 0);
+        p2p(true, buf.data(), 8, 0);
+      }
+      for (int i = 0; i < streams; ++i) p2p(false, buf.data(), big, 0);
+      p2p(true, buf.data(), 1, 0);
+    }
+  };
+  if (near > 0) measure(near, result);
+  if (far > 0) measure(far, result + 2);
+  Call c;
+  c.args.coll = sched::Coll::Broadcast;
+  c.args.count = 4;
+  c.args.dtype = coralFloat64;
+  c.args.op = coralSum;
+  c.args.root = 0;
+  c.send = result;
+  c.recv = result;
+  run(c);
+  tune_.intra = {result[0], result[1]};
+  tune_.inter = {result[2], result[3]};
+  log::info(log::Tune, "probed links: inside a host {:.1f} us, {:.2f} GB/s; between hosts {:.1f} us, {:.2f} GB/s",
+            result[0] * 1e6, 1e-9 / result[1], result[2] * 1e6, 1e-9 / result[3]);
 }
 
 Communicator::~Communicator() {

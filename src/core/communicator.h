@@ -60,6 +60,8 @@ class Communicator {
   void execute(Call& call, bool background = false);
   const sched::Schedule& schedule_for(const sched::CollArgs& a, sched::Algo algo);
   void progress_loop();
+  void probe_links();
+  void p2p(bool send, void* buf, size_t bytes, int peer);
   void wait_idle();
 
   std::shared_ptr<Store> store_;

@@ -55,6 +55,8 @@ const std::vector<Knob>& knobs() {
       {"CORAL_IB_DIRECT_BYTES", Type::Bytes, "64K",
        "RDMA messages this large whose source stays put are written from the user's buffer (registered through the cache)."},
       {"CORAL_IB_REG_CACHE_BYTES", Type::Bytes, "1G", "Pinned bytes the RDMA registration cache may keep."},
+      {"CORAL_TUNE_PROBE", Type::Int, "1",
+       "1: a multi-host communicator measures its link classes at start (a few ms) for the tuner's cost model; 0: use defaults."},
       {"CORAL_SPIN", Type::Int, "20000",
        "Polls a waiting rank makes before it yields the core; 0 blocks at once."},
       {"CORAL_KERNEL", Type::String, "auto",

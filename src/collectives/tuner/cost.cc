@@ -5,8 +5,10 @@
 namespace coral::sched {
 namespace {
 
-const LinkModel& at(const ClusterModel& m, int distance) {
-  return distance >= m.ranks_per_host ? m.inter : m.intra;
+// The link a hop at this distance takes when every rank makes such a hop at once.
+LinkModel at(const ClusterModel& m, int distance) {
+  if (distance < m.ranks_per_host) return m.intra;
+  return {m.inter.alpha, m.inter.beta * std::clamp(m.nic_share, 1, m.ranks_per_host)};
 }
 
 int pof2_below(int p) {
@@ -27,7 +29,10 @@ double cost_ring(const ClusterModel& m, double s) {
 double cost_rd(const ClusterModel& m, double s) {
   int q = pof2_below(m.nranks);
   double t = q < m.nranks ? 2 * (m.intra.alpha + s * m.intra.beta) : 0;
-  for (int d = 1; d < q; d *= 2) t += at(m, d).alpha + s * at(m, d).beta;
+  for (int d = 1; d < q; d *= 2) {
+    LinkModel l = at(m, d);
+    t += l.alpha + s * l.beta;
+  }
   return t;
 }
 
@@ -37,7 +42,8 @@ double cost_rhd(const ClusterModel& m, double s) {
   double t = q < m.nranks ? 2 * (m.intra.alpha + s * m.intra.beta) : 0, part = s;
   for (int d = q / 2; d >= 1; d /= 2) {
     part /= 2;
-    t += 2 * (at(m, d).alpha + part * at(m, d).beta);
+    LinkModel l = at(m, d);
+    t += 2 * (l.alpha + part * l.beta);
   }
   return t;
 }
@@ -46,7 +52,8 @@ double cost_rhd(const ClusterModel& m, double s) {
 double cost_hier(const ClusterModel& m, double s) {
   int n = std::min(m.ranks_per_host, m.nranks), h = (m.nranks + n - 1) / n;
   double inside = 2.0 * (n - 1) * (m.intra.alpha + s / n * m.intra.beta);
-  double across = h > 1 ? 2.0 * (h - 1) * (m.inter.alpha + s / n / h * m.inter.beta) : 0;
+  const LinkModel cross = at(m, n);
+  double across = h > 1 ? 2.0 * (h - 1) * (cross.alpha + s / n / h * cross.beta) : 0;
   return inside + across;
 }
 

@@ -15,6 +15,9 @@ struct LinkModel {
 struct ClusterModel {
   int nranks, ranks_per_host;
   LinkModel intra, inter;
+  // Ranks of a host that share one NIC: where every rank of a host crosses at once (recursive
+  // doubling and halving-doubling at host distance, the hierarchical shards), they split it.
+  int nic_share = 1;
 };
 
 double cost_ring(const ClusterModel& m, double bytes);

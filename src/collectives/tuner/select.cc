@@ -31,7 +31,7 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     }
     // Across hosts the link classes differ: price recursive doubling, Rabenseifner, the ring and
     // the hierarchical composition with the alpha-beta model and take the cheapest.
-    ClusterModel m{a.nranks, std::max(1, a.nranks / std::max(1, t.hosts)), t.intra, t.inter};
+    ClusterModel m{a.nranks, std::max(1, a.nranks / std::max(1, t.hosts)), t.intra, t.inter, t.nic_share};
     double s = static_cast<double>(bytes);
     std::pair<double, Algo> best{cost_rd(m, s), Algo::RecursiveDoubling};
     best = std::min(best, {cost_rhd(m, s), Algo::Rhd});

@@ -17,6 +17,7 @@ struct TuneParams {
   // Link classes for the cost model across hosts: defaults for a host's shared memory and a
   // 100 Gb/s-class network (alpha seconds, beta seconds per byte).
   LinkModel intra{1e-6, 1 / 20e9}, inter{5e-6, 1 / 12.5e9};
+  int nic_share = 1;  // ranks of a host behind one NIC (see ClusterModel)
 };
 
 Algo select_algo(const CollArgs& a, const TuneParams& t);
