@@ -213,3 +213,37 @@ TEST_CASE("a connection with the wrong token is turned away and the job still co
   CHECK(err == "");
   CHECK(intruder_saw == "closed");
 }
+
+TEST_CASE("a peer that sends a malformed frame fails the link with the reason, nothing is written") {
+  // A fake rank 0 that knows the job's token (as a buggy or out-of-date build would) sends a
+  // data frame claiming more bytes than a slot holds.
+  auto store = std::make_shared<MemStore>();
+  std::vector<transport::PeerInfo> peers = {{0, 1, "a"}, {1, 2, "b"}};
+  std::string err;
+  std::thread rank1([&] {
+    try {
+      transport::Transport* t = find("tcp");
+      transport::ConnectArgs a{store.get(), "bad", &peers, 1, {0}, 10.0};
+      auto d = t->connect(a);
+      Monitor mon(d.get(), 10);
+      d->link(0)->recv_peek(mon, true);
+      err = "recv returned";
+    } catch (const Error& e) {
+      err = e.what();
+    }
+  });
+  std::string rec = to_string(store->get("bad/addr/1", std::chrono::seconds(10)));
+  char addr[128], hex[80];
+  REQUIRE(std::sscanf(rec.c_str(), "%127s %79s", addr, hex) == 2);
+  int fd = net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5));
+  tcp::Hello h = good_hello(wire::secret_from_hex(hex));
+  h.from = 0;
+  h.to = 1;
+  h.nsocks = 1;
+  net::send_all(fd, &h, sizeof h, net::Clock::now() + std::chrono::seconds(5));
+  tcp::Frame f{tcp::kFrameMagic, static_cast<uint8_t>(tcp::Kind::Data), 0, 1, 1u << 30, 1u << 30, 0, 0, 0, 1};
+  net::send_all(fd, &f, sizeof f, net::Clock::now() + std::chrono::seconds(5));
+  rank1.join();
+  close(fd);
+  CHECK_THAT(err, Catch::Contains("malformed frame") && Catch::Contains("exceeds"));
+}
