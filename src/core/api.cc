@@ -102,18 +102,6 @@ void check_root(const coral::Communicator& c, int root, const char* what) {
                                    std::to_string(c.nranks()) + ")");
 }
 
-coral::Call make_call(Coll coll, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
-  coral::Call c;
-  c.args.coll = coll;
-  c.args.count = n;
-  c.args.dtype = t;
-  c.args.op = op;
-  c.args.root = root;
-  c.send = s;
-  c.recv = r;
-  return c;
-}
-
 // Validates and builds the call for each collective.
 coral::Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n,
                       coralDataType_t t, coralRedOp_t op, int root) {
@@ -148,7 +136,7 @@ coral::Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t
       check_buf(s, n, "sendbuff");
       check_buf(r, n, "recvbuff");
   }
-  return make_call(coll, s, r, n, t, op, root);
+  return coral::make_call(coll, s, r, n, t, op, root);
 }
 
 coralResult_t blocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n,

@@ -150,15 +150,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
 }
 
 void Communicator::p2p(bool send, void* buf, size_t bytes, int peer) {
-  Call c;
-  c.args.coll = send ? sched::Coll::Send : sched::Coll::Recv;
-  c.args.count = bytes;
-  c.args.dtype = coralUint8;
-  c.args.op = coralSum;
-  c.args.root = peer;
-  c.send = buf;
-  c.recv = buf;
-  run(c);
+  run(make_call(send ? sched::Coll::Send : sched::Coll::Recv, buf, buf, bytes, coralUint8, coralSum, peer));
 }
 
 // The cost model's link classes, measured: rank 0 times round trips (latency) and a stream of
@@ -204,15 +196,7 @@ void Communicator::probe_links() {
   };
   if (near > 0) measure(near, result);
   if (far > 0) measure(far, result + 2);
-  Call c;
-  c.args.coll = sched::Coll::Broadcast;
-  c.args.count = 4;
-  c.args.dtype = coralFloat64;
-  c.args.op = coralSum;
-  c.args.root = 0;
-  c.send = result;
-  c.recv = result;
-  run(c);
+  run(make_call(sched::Coll::Broadcast, result, result, 4, coralFloat64, coralSum, 0));
   tune_.intra = {result[0], result[1]};
   tune_.inter = {result[2], result[3]};
   log::info(log::Tune, "probed links: inside a host {:.1f} us, {:.2f} GB/s; between hosts {:.1f} us, {:.2f} GB/s",

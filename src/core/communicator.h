@@ -21,6 +21,19 @@ struct Call {
   void* recv = nullptr;
 };
 
+inline Call make_call(sched::Coll coll, const void* send, void* recv, size_t count, coralDataType_t dtype,
+                      coralRedOp_t op, int root) {
+  Call c;
+  c.args.coll = coll;
+  c.args.count = count;
+  c.args.dtype = dtype;
+  c.args.op = op;
+  c.args.root = root;
+  c.send = send;
+  c.recv = recv;
+  return c;
+}
+
 struct Request {
   Call call;
   std::mutex mu;

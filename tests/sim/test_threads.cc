@@ -16,15 +16,7 @@ namespace {
 
 coral::Call to_call(checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
   static const Coll map[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce};
-  coral::Call call;
-  call.args.coll = map[static_cast<int>(c)];
-  call.args.count = n;
-  call.args.dtype = t;
-  call.args.op = op;
-  call.args.root = root;
-  call.send = s;
-  call.recv = r;
-  return call;
+  return coral::make_call(map[static_cast<int>(c)], s, r, n, t, op, root);
 }
 
 // Runs body(rank, comm) on p threads; returns the first error any thread reported.
