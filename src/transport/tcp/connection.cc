@@ -71,28 +71,21 @@ void TcpLink::queue(int sock, OutFrame f) {
   socks_[static_cast<size_t>(sock)].out.push_back(std::move(f));
 }
 
+void TcpLink::send_control(Kind kind, const std::string& text) {
+  OutFrame f;
+  f.text = text.substr(0, kMaxAbortText);
+  f.hdr = Frame{kFrameMagic, static_cast<uint8_t>(kind), 0, 0, static_cast<uint32_t>(f.text.size()), 0, 0, 0, 0, 0};
+  queue(0, std::move(f));
+  if (!write_out()) dom_->want_write(this);
+}
+
 void TcpLink::push_credits() {
-  if (unreported_ == 0 || !failed_.empty()) return;
-  OutFrame f;
-  f.hdr = Frame{kFrameMagic, static_cast<uint8_t>(Kind::Credit), 0, 0, 0, 0, 0, 0, 0, 0};
-  queue(0, std::move(f));
-  if (!write_out()) dom_->want_write(this);
+  if (unreported_ > 0 && failed_.empty()) send_control(Kind::Credit);
 }
 
-void TcpLink::queue_abort(const std::string& why) {
-  OutFrame f;
-  f.text = why.substr(0, kMaxAbortText);
-  f.hdr = Frame{kFrameMagic, static_cast<uint8_t>(Kind::Abort), 0, 0, static_cast<uint32_t>(f.text.size()), 0, 0, 0, 0, 0};
-  queue(0, std::move(f));
-  if (!write_out()) dom_->want_write(this);
-}
+void TcpLink::queue_abort(const std::string& why) { send_control(Kind::Abort, why); }
 
-void TcpLink::queue_bye() {
-  OutFrame f;
-  f.hdr = Frame{kFrameMagic, static_cast<uint8_t>(Kind::Bye), 0, 0, 0, 0, 0, 0, 0, 0};
-  queue(0, std::move(f));
-  if (!write_out()) dom_->want_write(this);
-}
+void TcpLink::queue_bye() { send_control(Kind::Bye); }
 
 bool TcpLink::has_output() const {
   for (const Sock& s : socks_)

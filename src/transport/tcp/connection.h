@@ -82,6 +82,8 @@ class TcpLink : public Link {
   bool write_socket(Sock& s);
   void frame_written(const OutFrame& f);
   void queue(int sock, OutFrame f);
+  // A frame without a message (credits, abort with its text, goodbye) on socket 0, sent now.
+  void send_control(Kind kind, const std::string& text = {});
 
   TcpDomain* dom_;
   int peer_;
