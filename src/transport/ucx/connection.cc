@@ -17,14 +17,24 @@ void on_send(void*, ucs_status_t status, void* user) {
   s->done = true;
 }
 
-}  // namespace
-
 void on_tag_recv(void*, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
   auto* s = static_cast<Slot*>(user);
   s->status = status;
   s->length = status == UCS_OK ? info->length : 0;
   if (status == UCS_OK) s->sender_tag = info->sender_tag;
   s->done = true;
+}
+
+}  // namespace
+
+ucs_status_ptr_t post_tag_recv(ucp_worker_h worker, Slot& s, void* buf, size_t len, uint64_t tag, uint64_t mask) {
+  s.done = false;
+  s.status = UCS_INPROGRESS;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.cb.recv = on_tag_recv;
+  p.user_data = &s;
+  return ucp_tag_recv_nbx(worker, buf, len, tag, mask, &p);
 }
 
 UcxLink::UcxLink(UcxDomain* dom, int me, int peer, ucp_ep_h ep, size_t slot_bytes, uint32_t nslots)
@@ -42,14 +52,7 @@ void UcxLink::reap(Slot& s) {
 
 void UcxLink::post_receive(uint64_t seq) {
   Slot& s = in_.slot(seq);
-  s.done = false;
-  s.status = UCS_INPROGRESS;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  p.cb.recv = on_tag_recv;
-  p.user_data = &s;
-  ucs_status_ptr_t r = ucp_tag_recv_nbx(dom_->worker(), in_.buf(seq), in_.stride(), ucp_tag(TagKind::Data, peer_),
-                                        kFullMask, &p);
+  ucs_status_ptr_t r = post_tag_recv(dom_->worker(), s, in_.buf(seq), in_.stride(), ucp_tag(TagKind::Data, peer_), kFullMask);
   if (UCS_PTR_IS_ERR(r)) fail(coralSystemError, fmt::format("ucx: posting a receive from rank {}: {}", peer_,
                                                             ucs_status_string(UCS_PTR_STATUS(r))));
   s.request = r;

@@ -12,8 +12,8 @@ namespace coral::transport::ucx {
 
 class UcxDomain;
 
-// Completion of any tagged receive into a Slot (user data).
-void on_tag_recv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user);
+// Posts a tagged receive into buf whose completion lands in slot; returns UCP's request or error.
+ucs_status_ptr_t post_tag_recv(ucp_worker_h worker, Slot& slot, void* buf, size_t len, uint64_t tag, uint64_t mask);
 
 // UCP tags: the kind in the top byte, the sender's rank in the low 32 bits.
 enum class TagKind : uint64_t { Data = 0, Abort = 1, Bye = 2 };

@@ -158,12 +158,7 @@ void UcxDomain::teardown() {
 
 void UcxDomain::post_control() {
   for (auto [c, kind] : {std::pair{&abort_in_, TagKind::Abort}, std::pair{&bye_in_, TagKind::Bye}}) {
-    c->slot.done = false;
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    p.cb.recv = on_tag_recv;
-    p.user_data = &c->slot;
-    void* r = ucp_tag_recv_nbx(worker_, c->text, sizeof c->text, ucp_tag(kind, 0), kKindMask, &p);
+    void* r = post_tag_recv(worker_, c->slot, c->text, sizeof c->text, ucp_tag(kind, 0), kKindMask);
     if (UCS_PTR_IS_ERR(r)) fail(coralSystemError, "ucx: posting a control receive failed");
     c->slot.request = r;
   }
@@ -186,12 +181,7 @@ void UcxDomain::progress() {
     ucp_request_free(bye_in_.slot.request);
     bye_in_.slot.request = nullptr;
     // Listen for the next goodbye.
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    p.cb.recv = on_tag_recv;
-    p.user_data = &bye_in_.slot;
-    bye_in_.slot.done = false;
-    void* r = ucp_tag_recv_nbx(worker_, bye_in_.text, sizeof bye_in_.text, ucp_tag(TagKind::Bye, 0), kKindMask, &p);
+    void* r = post_tag_recv(worker_, bye_in_.slot, bye_in_.text, sizeof bye_in_.text, ucp_tag(TagKind::Bye, 0), kKindMask);
     bye_in_.slot.request = UCS_PTR_IS_ERR(r) ? nullptr : r;
   }
 }
