@@ -5,6 +5,7 @@
 #pragma once
 #include <sched.h>
 
+#include <chrono>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -38,5 +39,21 @@ void network_wait(WaitMonitor& mon, int peer, const void* self, std::recursive_m
 
 // "lost ranks 2, 3 (why)": the error of a wait whose peer went away, naming every rank gone.
 std::string lost_ranks(const std::vector<int>& lost, const std::string& why);
+
+// peer_failure of a network domain: "" while the link to peer is healthy. Otherwise, since a
+// host going down closes all its connections within moments, it polls for 50 ms more so the
+// error names every rank lost, not just the first one noticed. links maps rank -> link (with
+// failure()); clean(q, link): q said goodbye before its connection closed; why(link): the text.
+template <class Links, class Poll, class Clean, class Why>
+std::string lost_peers(int peer, const Links& links, Poll poll, Clean clean, Why why) {
+  auto it = links.find(peer);
+  if (it == links.end() || it->second->failure().empty()) return "";
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  while (std::chrono::steady_clock::now() < until) poll();
+  std::vector<int> lost;
+  for (auto& [q, l] : links)
+    if (!l->failure().empty() && (q == peer || !clean(q, *l))) lost.push_back(q);
+  return lost_ranks(lost, why(*it->second));
+}
 
 }  // namespace coral::transport

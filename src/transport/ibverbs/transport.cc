@@ -157,15 +157,9 @@ void IbvDomain::progress() {
 
 std::string IbvDomain::peer_failure(int peer) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  auto it = links_.find(peer);
-  if (it == links_.end() || it->second->failure().empty()) return "";
-  auto until = Clock::now() + std::chrono::milliseconds(50);
-  while (Clock::now() < until) progress();
   const auto* bye = reinterpret_cast<const volatile uint64_t*>(ctrl_.mem.get() + sizeof(CtrlHead));
-  std::vector<int> lost;
-  for (auto& [q, l] : links_)
-    if (!l->failure().empty() && (!bye[q] || q == peer)) lost.push_back(q);
-  return lost_ranks(lost, it->second->failure() + (bye[peer] ? "; it had closed its communicator" : ""));
+  return lost_peers(peer, links_, [&] { progress(); }, [&](int q, const IbvLink&) { return bye[q] != 0; },
+                    [&](const IbvLink& l) { return l.failure() + (bye[peer] ? "; it had closed its communicator" : ""); });
 }
 
 std::string IbvDomain::remote_abort() {

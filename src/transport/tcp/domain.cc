@@ -256,16 +256,8 @@ void TcpDomain::drain(WaitMonitor& mon) {
 
 std::string TcpDomain::peer_failure(int peer) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  auto it = links_.find(peer);
-  if (it == links_.end() || it->second->failure().empty()) return "";
-  // A host going down closes all its connections within moments: wait briefly so the error
-  // names every lost rank, not just the first one noticed.
-  auto until = Clock::now() + std::chrono::milliseconds(50);
-  while (Clock::now() < until) progress(10);
-  std::vector<int> lost;
-  for (auto& [q, l] : links_)
-    if (!l->failure().empty() && (!l->closed_cleanly() || q == peer)) lost.push_back(q);
-  return lost_ranks(lost, it->second->failure());
+  return lost_peers(peer, links_, [&] { progress(10); }, [](int, const TcpLink& l) { return l.closed_cleanly(); },
+                    [](const TcpLink& l) { return l.failure(); });
 }
 
 std::string TcpDomain::remote_abort() {

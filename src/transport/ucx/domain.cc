@@ -207,14 +207,8 @@ void UcxDomain::drain(WaitMonitor& mon) {
 
 std::string UcxDomain::peer_failure(int peer) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  auto it = links_.find(peer);
-  if (it == links_.end() || it->second->failure().empty()) return "";
-  auto until = Clock::now() + std::chrono::milliseconds(50);
-  while (Clock::now() < until) progress();
-  std::vector<int> lost;
-  for (auto& [q, l] : links_)
-    if (!l->failure().empty() && (!l->closed_cleanly() || q == peer)) lost.push_back(q);
-  return lost_ranks(lost, it->second->failure());
+  return lost_peers(peer, links_, [&] { progress(); }, [](int, const UcxLink& l) { return l.closed_cleanly(); },
+                    [](const UcxLink& l) { return l.failure(); });
 }
 
 std::string UcxDomain::remote_abort() {
