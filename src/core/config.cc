@@ -84,6 +84,17 @@ bool is_set(const char* name) {
   return v && *v;
 }
 
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); i++)
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
 uint64_t parse_bytes(const std::string& text) {
   size_t pos = 0;
   unsigned long long v = std::stoull(text, &pos, 10);

@@ -27,5 +27,7 @@ bool is_set(const char* name);
 
 // Parses "64K", "1M", "3G", "123" -> bytes; throws std::invalid_argument on garbage.
 uint64_t parse_bytes(const std::string& text);
+// "a,b,,c" -> {"a", "b", "", "c"}: the lists several knobs take.
+std::vector<std::string> split(const std::string& s, char sep);
 
 }  // namespace coral::config

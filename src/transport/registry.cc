@@ -44,10 +44,7 @@ std::vector<Transport*> registry() {
     return all;
   }
   std::vector<Transport*> out;
-  size_t start = 0;
-  while (start <= want.size()) {
-    size_t comma = want.find(',', start);
-    std::string name = want.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& name : config::split(want, ',')) {
     Transport* hit = nullptr;
     for (Transport* t : all)
       if (name == t->name()) hit = t;
@@ -58,8 +55,6 @@ std::vector<Transport*> registry() {
                                              name, known));
     }
     out.push_back(hit);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return out;
 }

@@ -15,16 +15,6 @@ namespace {
   fail(coralInvalidArgument, fmt::format("CORAL_ALGO '{}': {}", text, what));
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); i++)
-    if (i == s.size() || s[i] == sep) {
-      out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  return out;
-}
 
 size_t parse_size(const std::string& text, const std::string& s) {
   try {
@@ -56,11 +46,11 @@ Overrides parse_overrides(const std::string& text) {
     o.all = algo_of(text, text);
     return o;
   }
-  for (const std::string& part : split(text, ';')) {
+  for (const std::string& part : config::split(text, ';')) {
     size_t colon = part.find(':');
     if (colon == std::string::npos) bad(text, fmt::format("'{}' should be collective:range:algorithm,...", part));
     Coll coll = parse_coll(text, part.substr(0, colon));
-    for (const std::string& item : split(part.substr(colon + 1), ',')) {
+    for (const std::string& item : config::split(part.substr(colon + 1), ',')) {
       size_t c2 = item.rfind(':'), dash = item.find('-');
       if (c2 == std::string::npos || dash == std::string::npos || dash > c2)
         bad(text, fmt::format("'{}' should be lo-hi:algorithm (hi may be empty)", item));

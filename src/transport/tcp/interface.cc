@@ -67,14 +67,8 @@ bool ifname_matches(const std::string& spec, const std::string& name) {
   bool exact = !s.empty() && s[0] == '=';
   if (exact) s.erase(0, 1);
   bool hit = false;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : config::split(s, ','))
     if (!item.empty() && (exact ? name == item : name.compare(0, item.size(), item) == 0)) hit = true;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
   return exclude ? !hit : hit;
 }
 
