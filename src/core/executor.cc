@@ -26,10 +26,41 @@ std::string describe_tag(uint64_t tag) {
 
 namespace {
 
+// Host memory: the CPU kernels. Stores into transport slots stream past this core's caches.
+struct HostMem {
+  coralDataType_t dtype;
+  kernels::ReduceFn fn;
+  void to_slot(void* dst, const void* src, size_t bytes) { kernels::copy_streaming(dst, src, bytes); }
+  void from_slot(void* dst, const void* src, size_t bytes) { kernels::copy_streaming(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) {
+    if (dst != src && bytes) std::memmove(dst, src, bytes);
+  }
+  void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n, size_t es) {
+    fn(dst, a, b, n);
+    if (dst2 && n) std::memcpy(dst2, dst, n * es);
+  }
+  void scale(void* dst, size_t n, int div) { kernels::active().scale[dtype](dst, dst, n, div); }
+  void fence() {}
+};
+
+// Device memory: whatever MemOps the caller gave (asynchronous, fenced before peers look).
+struct DeviceMem {
+  MemOps& m;
+  void to_slot(void* dst, const void* src, size_t bytes) { m.copy(dst, src, bytes); }
+  void from_slot(void* dst, const void* src, size_t bytes) { m.copy(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) {
+    if (dst != src && bytes) m.copy(dst, src, bytes);
+  }
+  void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n, size_t) { m.reduce(dst, dst2, a, b, n); }
+  void scale(void* dst, size_t n, int div) { m.scale(dst, n, div); }
+  void fence() { m.fence(); }
+};
+
+template <class Mem>
 struct Runner {
   const ExecArgs& x;
   const size_t es;
-  const kernels::ReduceFn reduce;
+  Mem mem;
 
   std::byte* ptr(sched::Ref r) const {
     auto* base = r.buf == sched::Buf::Send   ? static_cast<std::byte*>(const_cast<void*>(x.send))
@@ -65,6 +96,7 @@ struct Runner {
   void run(const sched::Step& st) {
     using sched::OpKind;
     const size_t bytes = st.count * es;
+    void* dst = st.dst.buf != sched::Buf::None ? ptr(st.dst) : nullptr;
     switch (st.kind) {
       case OpKind::Send: {
         transport::Link& l = link(st.peer);
@@ -74,27 +106,31 @@ struct Runner {
           break;
         }
         std::byte* out = reserve(st.peer, bytes);
-        kernels::copy_streaming(out, ptr(st.src), bytes);
+        mem.to_slot(out, ptr(st.src), bytes);
+        mem.fence();
         l.send_commit(bytes, x.tag);
         break;
       }
       case OpKind::Recv: {
         transport::Message m = receive(st.peer, bytes, false);
-        link(st.peer).recv_read(m, ptr(st.dst));
+        if (m.data) mem.from_slot(dst, m.data, bytes);
+        else link(st.peer).recv_read(m, dst);
+        mem.fence();
         link(st.peer).recv_release();
         break;
       }
       case OpKind::RecvReduce: {
         transport::Message m = receive(st.peer, bytes);
-        reduce(ptr(st.dst), m.data, ptr(st.src), st.count);
+        mem.reduce(dst, nullptr, m.data, ptr(st.src), st.count, es);
+        mem.fence();
         link(st.peer).recv_release();
         break;
       }
       case OpKind::RecvReduceSend: {
         transport::Message m = receive(st.peer, bytes);
         std::byte* out = reserve(st.peer_out, bytes);
-        reduce(out, m.data, ptr(st.src), st.count);
-        if (st.dst.buf != sched::Buf::None && bytes) std::memcpy(ptr(st.dst), out, bytes);
+        mem.reduce(out, bytes ? dst : nullptr, m.data, ptr(st.src), st.count, es);
+        mem.fence();
         link(st.peer_out).send_commit(bytes, x.tag);
         link(st.peer).recv_release();
         break;
@@ -102,31 +138,41 @@ struct Runner {
       case OpKind::RecvCopySend: {
         transport::Message m = receive(st.peer, bytes);
         std::byte* out = reserve(st.peer_out, bytes);
-        if (bytes) std::memcpy(out, m.data, bytes);
+        if (bytes) mem.copy(out, m.data, bytes);
+        if (dst && bytes) mem.copy(dst, m.data, bytes);
+        mem.fence();
         link(st.peer_out).send_commit(bytes, x.tag);
-        if (st.dst.buf != sched::Buf::None && bytes) std::memcpy(ptr(st.dst), m.data, bytes);
         link(st.peer).recv_release();
         break;
       }
       case OpKind::Copy:
-        if (ptr(st.dst) != ptr(st.src)) std::memmove(ptr(st.dst), ptr(st.src), bytes);
+        mem.copy(dst, ptr(st.src), bytes);
         break;
       case OpKind::Reduce:
-        reduce(ptr(st.dst), ptr(st.src), ptr(st.src2), st.count);
+        mem.reduce(dst, nullptr, ptr(st.src), ptr(st.src2), st.count, es);
         break;
       case OpKind::Scale:
-        kernels::active().scale[x.dtype](ptr(st.dst), ptr(st.dst), st.count, x.nranks);
+        mem.scale(dst, st.count, x.nranks);
         break;
     }
+  }
+
+  void run_all(const sched::Schedule& s) {
+    for (const sched::Step& st : s.steps) run(st);
+    mem.fence();
+    for (transport::Link* l : flush) l->flush(*x.monitor);
   }
 };
 
 }  // namespace
 
 void execute(const sched::Schedule& s, const ExecArgs& x) {
-  Runner r{x, kernels::dtype_size(x.dtype), kernels::active().reduce[x.dtype][x.op]};
-  for (const sched::Step& st : s.steps) r.run(st);
-  for (transport::Link* l : r.flush) l->flush(*x.monitor);
+  const size_t es = kernels::dtype_size(x.dtype);
+  if (x.mem) {
+    Runner<DeviceMem>{x, es, DeviceMem{*x.mem}}.run_all(s);
+    return;
+  }
+  Runner<HostMem>{x, es, HostMem{x.dtype, kernels::active().reduce[x.dtype][x.op]}}.run_all(s);
 }
 
 }  // namespace coral

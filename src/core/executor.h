@@ -9,6 +9,20 @@
 
 namespace coral {
 
+// How steps touch memory when buffers live on a GPU: asynchronous copies and reductions, and a
+// fence before a message is handed to a peer or a slot is given back. Host buffers use the CPU
+// kernels directly (no virtual calls on that path).
+class MemOps {
+ public:
+  virtual ~MemOps() = default;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  // dst = a (op) b; with dst2, the result is written there too.
+  virtual void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n) = 0;
+  virtual void scale(void* dst, size_t n, int divisor) = 0;
+  // Everything issued so far is complete and visible to peers.
+  virtual void fence() = 0;
+};
+
 struct ExecArgs {
   const void* send;
   void* recv;
@@ -19,6 +33,7 @@ struct ExecArgs {
   uint64_t tag;  // expected on every message of this operation
   const std::vector<transport::Link*>* links;  // by peer rank
   WaitMonitor* monitor;
+  MemOps* mem = nullptr;  // nullptr: host memory
 };
 
 // Tag layout: collective in bits 56-63, dtype 48-55, op 40-47, a hash of the rest below.

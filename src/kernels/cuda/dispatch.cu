@@ -1,0 +1,81 @@
+// Entry points of the CUDA kernels: op dispatch, the scale kernel that ends coralAvg, and the
+// multi-destination copy.
+#include "kernels/cuda/reduce.cuh"
+
+namespace coral::kernels::cuda {
+
+namespace detail {
+
+int grid_for(size_t work) {
+  // The SM count of each device, read once.
+  static int sms[64] = {};
+  int dev = 0;
+  cudaGetDevice(&dev);
+  int& n = sms[dev & 63];
+  if (n == 0 && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) n = 16;
+  const size_t want = (work + kThreads - 1) / kThreads;
+  const size_t cap = static_cast<size_t>(n) * 4;
+  return static_cast<int>(want < 1 ? 1 : want > cap ? cap : want);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) scale_kernel(T* dst, const T* src, size_t n, int divisor) {
+  using A = typename Acc<T>::type;
+  const A div = static_cast<A>(divisor);
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    T v;
+    memcpy(&v, reinterpret_cast<const char*>(src) + i * sizeof(T), sizeof(T));
+    const T r = Acc<T>::out(static_cast<A>(Acc<T>::in(v) / div));
+    memcpy(reinterpret_cast<char*>(dst) + i * sizeof(T), &r, sizeof(T));
+  }
+}
+
+template <class T>
+int launch_scale(void* dst, const void* src, size_t n, int divisor, cudaStream_t s) {
+  if (n == 0) return 0;
+  scale_kernel<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(dst), static_cast<const T*>(src), n, divisor);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace detail
+
+int reduce(coralDataType_t t, coralRedOp_t op, const ReduceArgs& a, void* stream) {
+  if (a.nsrc < 1 || a.nsrc > kMaxSrcs || a.ndst < 1 || a.ndst > kMaxDsts) return static_cast<int>(cudaErrorInvalidValue);
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (op) {
+    case coralSum:
+    case coralAvg: return detail::launch_sum(t, a, s);
+    case coralProd: return detail::launch_prod(t, a, s);
+    case coralMax: return detail::launch_max(t, a, s);
+    case coralMin: return detail::launch_min(t, a, s);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+int scale(coralDataType_t t, void* dst, const void* src, size_t n, int divisor, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (t) {
+    case coralInt8: return detail::launch_scale<int8_t>(dst, src, n, divisor, s);
+    case coralUint8: return detail::launch_scale<uint8_t>(dst, src, n, divisor, s);
+    case coralInt32: return detail::launch_scale<int32_t>(dst, src, n, divisor, s);
+    case coralUint32: return detail::launch_scale<uint32_t>(dst, src, n, divisor, s);
+    case coralInt64: return detail::launch_scale<int64_t>(dst, src, n, divisor, s);
+    case coralUint64: return detail::launch_scale<uint64_t>(dst, src, n, divisor, s);
+    case coralFloat16: return detail::launch_scale<__half>(dst, src, n, divisor, s);
+    case coralFloat32: return detail::launch_scale<float>(dst, src, n, divisor, s);
+    case coralFloat64: return detail::launch_scale<double>(dst, src, n, divisor, s);
+    case coralBfloat16: return detail::launch_scale<__nv_bfloat16>(dst, src, n, divisor, s);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+// A copy is a one-source "reduction" of bytes: the same vector loop, any alignment.
+int copy(const ReduceArgs& a, size_t bytes, void* stream) {
+  if (a.nsrc != 1 || a.ndst < 1 || a.ndst > kMaxDsts) return static_cast<int>(cudaErrorInvalidValue);
+  ReduceArgs b = a;
+  b.n = bytes;
+  return detail::launch_sum(coralUint8, b, static_cast<cudaStream_t>(stream));
+}
+
+}  // namespace coral::kernels::cuda

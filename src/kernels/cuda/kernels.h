@@ -1,0 +1,33 @@
+// Fused CUDA reductions, callable from plain C++ (no CUDA types here, so code built without
+// nvcc can include it). Every call is asynchronous on `stream` (a cudaStream_t) and returns the
+// launch's cudaError_t as an int (0: launched).
+#pragma once
+#include <coral/coral.h>
+
+#include <cstddef>
+
+namespace coral::kernels::cuda {
+
+// One kernel reads up to kMaxSrcs inputs and writes up to kMaxDsts outputs: the ring's
+// recv-reduce-send writes the peer's slot and the local result in one pass, and the one-shot
+// path reduces every rank's contribution at once.
+constexpr int kMaxSrcs = 8;
+constexpr int kMaxDsts = 2;
+
+struct ReduceArgs {
+  const void* src[kMaxSrcs] = {};
+  int nsrc = 0;
+  void* dst[kMaxDsts] = {};
+  int ndst = 0;
+  size_t n = 0;  // elements
+};
+
+// dst[j][i] = src[0][i] op ... op src[nsrc-1][i]. Half and bfloat16 accumulate in fp32 and round
+// once. coralAvg sums (scale() divides at the end). Outputs may alias inputs exactly.
+int reduce(coralDataType_t t, coralRedOp_t op, const ReduceArgs& a, void* stream);
+// dst[i] = src[i] / divisor (integers truncate).
+int scale(coralDataType_t t, void* dst, const void* src, size_t n, int divisor, void* stream);
+// dst[i] = src[i] for every dst (a multi-destination copy: one read, up to kMaxDsts writes).
+int copy(const ReduceArgs& a, size_t bytes, void* stream);
+
+}  // namespace coral::kernels::cuda
