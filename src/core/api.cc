@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "gpu/runtime.h"
 #include "kernels/reduce.h"
 
 struct coralComm {
@@ -93,8 +94,38 @@ void check_bytes(size_t count, coralDataType_t t, size_t factor) {
   if (count > static_cast<size_t>(PTRDIFF_MAX) / es / factor)
     fail(coralInvalidArgument, "count " + std::to_string(count) + " overflows the addressable size");
 }
-void check_stream(void* stream) {
-  if (stream) fail(coralInvalidArgument, "stream must be NULL: this build handles host buffers only");
+// Where a call's buffers live: -1 for host memory, else the GPU. A stream without usable CUDA,
+// buffers split between host and device, or buffers on another GPU than the communicator's are
+// refused with what was wrong.
+int buffers_device(coral::Communicator& c, const coral::Call& call, void* stream) {
+  if (!coral::gpu::usable()) {
+    if (stream)
+      fail(coralUnhandledCudaError, "a CUDA stream was passed but CUDA is not usable here (" + coral::gpu::why_not() +
+                                        "); host buffers take stream NULL");
+    return -1;
+  }
+  const void* bufs[2] = {call.send, call.recv};
+  const char* names[2] = {"sendbuff", "recvbuff"};
+  int dev[2] = {-2, -2};
+  for (int i = 0; i < 2; ++i)
+    if (bufs[i] && call.args.count) dev[i] = coral::gpu::device_of(bufs[i]);
+  if (dev[0] != -2 && dev[1] != -2 && (dev[0] < 0) != (dev[1] < 0))
+    fail(coralInvalidArgument, std::string(dev[0] < 0 ? "sendbuff" : "recvbuff") + " is host memory but " +
+                                   (dev[0] < 0 ? "recvbuff" : "sendbuff") + " is on GPU " +
+                                   std::to_string(std::max(dev[0], dev[1])) + ": pass both on the GPU or both on the host");
+  int d = std::max(dev[0], dev[1]);
+  if (d < 0) return -1;
+  int current = coral::gpu::current_device(), comm_dev = c.gpu_device();
+  for (int i = 0; i < 2; ++i) {
+    if (dev[i] < 0) continue;
+    if (comm_dev >= 0 && dev[i] != comm_dev)
+      fail(coralInvalidArgument, fmt::format("{} is on GPU {} but this communicator uses GPU {}: keep one GPU per "
+                                             "communicator", names[i], dev[i], comm_dev));
+    if (dev[i] != current)
+      fail(coralInvalidArgument, fmt::format("{} is on GPU {} but the current device is GPU {}: call "
+                                             "cudaSetDevice({}) first", names[i], dev[i], current, dev[i]));
+  }
+  return d;
 }
 void check_root(const coral::Communicator& c, int root, const char* what) {
   if (root < 0 || root >= c.nranks())
@@ -142,9 +173,11 @@ coral::Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t
 coralResult_t blocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n,
                        coralDataType_t t, coralRedOp_t op, int root, void* stream) {
   return guard(comm, fn, [&] {
-    check_stream(stream);
     coral::Call call = validated(comm, coll, s, r, n, t, op, root);
-    comm->impl->run(call);
+    int dev = buffers_device(*comm->impl, call, stream);
+    // Device buffers with stream NULL follow NCCL: the legacy default stream.
+    if (stream || dev >= 0) comm->impl->run_on_stream(call, stream, dev >= 0);
+    else comm->impl->run(call);
   });
 }
 
@@ -154,6 +187,9 @@ coralResult_t nonblocking(const char* fn, coralComm* comm, Coll coll, const void
     if (!req) fail(coralInvalidArgument, "request is NULL");
     *req = nullptr;
     coral::Call call = validated(comm, coll, s, r, n, t, op, root);
+    if (buffers_device(*comm->impl, call, nullptr) >= 0)
+      fail(coralInvalidArgument, "non-blocking calls take host buffers; device buffers go through the blocking "
+                                 "calls with a stream, which return at once");
     *req = new coralRequest{comm->impl->submit(call), comm};
   });
 }

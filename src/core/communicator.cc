@@ -10,6 +10,8 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/executor.h"
+#include "core/gpu_state.h"
+#include "gpu/mem_ops.h"
 #include "core/host_id.h"
 #include "core/log.h"
 #include "kernels/reduce.h"
@@ -67,7 +69,7 @@ std::string encode_info(const transport::PeerInfo& p, int nranks) {
 }  // namespace
 
 Communicator::Communicator(std::shared_ptr<Store> store, const std::string& prefix, int rank, int nranks)
-    : store_(std::move(store)), rank_(rank), nranks_(nranks) {
+    : store_(std::move(store)), prefix_(prefix), rank_(rank), nranks_(nranks) {
   log::set_thread_rank(rank);
   timeout_s_ = config::get_double("CORAL_TIMEOUT");
   if (!(timeout_s_ > 0)) fail(coralInvalidArgument, "CORAL_TIMEOUT must be positive");
@@ -82,7 +84,8 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
 
   transport::PeerInfo me{rank, static_cast<int>(getpid()), host_id()};
   auto infos = store_allgather(*store_, prefix + "/info", rank, nranks, to_bytes(encode_info(me, nranks)), timeout);
-  std::vector<transport::PeerInfo> peers(nranks);
+  std::vector<transport::PeerInfo>& peers = peers_;
+  peers.resize(nranks);
   for (int r = 0; r < nranks; ++r) {
     std::string s = to_string(infos[r]);
     size_t a = s.find('\n'), b = s.find('\n', a + 1);
@@ -216,7 +219,7 @@ sched::Algo Communicator::choose(const sched::CollArgs& args) const { return sch
 
 const sched::Schedule& Communicator::schedule_for(const sched::CollArgs& a, sched::Algo algo) {
   auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
-                             static_cast<int>(a.op), a.root, static_cast<int>(algo));
+                             static_cast<int>(a.op), a.root, static_cast<int>(algo), a.chunk);
   // Training loops repeat one call; skip the map lookup for it.
   if (last_ && key == last_key_) return *last_;
   auto it = cache_.find(key);
@@ -229,7 +232,7 @@ const sched::Schedule& Communicator::schedule_for(const sched::CollArgs& a, sche
   return *last_;
 }
 
-void Communicator::execute(Call& c, bool background) {
+void Communicator::execute(Call& c, bool background, bool device) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     if (failed_ != coralSuccess)
@@ -240,7 +243,7 @@ void Communicator::execute(Call& c, bool background) {
   a.nranks = nranks_;
   a.hosts = &host_index_;
   const size_t es = kernels::dtype_size(a.dtype);
-  a.chunk = std::max<size_t>(1, chunk_bytes() / es);
+  a.chunk = std::max<size_t>(1, (device ? gpu_->chunk_bytes : chunk_bytes()) / es);
   sched::Algo algo = choose(a);
   uint64_t salt;
   if (a.coll == sched::Coll::Send) salt = p2p_seq_send_[a.root]++;
@@ -253,27 +256,40 @@ void Communicator::execute(Call& c, bool background) {
   const sched::Schedule& s = schedule_for(a, algo);
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
   // caller's computation, which is what non-blocking calls exist to overlap.
-  Monitor mon(rank_, domain_of_.data(), polled_, timeout_s_, sched::coll_name(a.coll),
-              background ? std::min(spin_, kBackgroundSpin) : spin_,
+  Monitor mon(rank_, device ? gpu_->domain_of.data() : domain_of_.data(), polled_, timeout_s_,
+              sched::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
               background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_);
   try {
-    if (scratch_.size() < s.scratch_elems * es) scratch_.resize(s.scratch_elems * es);
-    coral::execute(s, ExecArgs{c.send, c.recv, scratch_.data(), a.dtype, a.op, nranks_, tag, &links_, &mon});
-    for (auto& d : domains_) d->drain(mon);
+    void* scratch;
+    std::unique_ptr<gpu::CudaMemOps> mem;
+    if (device) {
+      scratch = gpu_->scratch.get(s.scratch_elems * es);
+      mem = std::make_unique<gpu::CudaMemOps>(gpu_->stream.get(), a.dtype, a.op);
+    } else {
+      if (scratch_.size() < s.scratch_elems * es) scratch_.resize(s.scratch_elems * es);
+      scratch = scratch_.data();
+    }
+    coral::execute(s, ExecArgs{c.send, c.recv, scratch, a.dtype, a.op, nranks_, tag,
+                               device ? &gpu_->links : &links_, &mon, mem.get()});
+    if (!device)
+      for (auto& d : domains_) d->drain(mon);
   } catch (const Error& e) {
     std::string msg = fmt::format("rank {}: {}", rank_, e.what());
-    abort(msg);
-    {
-      std::lock_guard<std::mutex> lock(state_mu_);
-      failed_ = e.code();
-      failure_ = msg;
-    }
+    record_failure(e.code(), msg);
     fail(e.code(), msg);
   }
 }
 
+void Communicator::record_failure(coralResult_t code, const std::string& msg) {
+  abort(msg);
+  std::lock_guard<std::mutex> lock(state_mu_);
+  failed_ = code;
+  failure_ = msg;
+}
+
 void Communicator::abort(const std::string& why) {
   for (auto& d : domains_) d->abort(why);
+  if (gpu_ && gpu_->ipc) gpu_->ipc->abort(why);
   std::lock_guard<std::mutex> lock(state_mu_);
   if (failed_ == coralSuccess) {
     failed_ = coralRemoteError;
@@ -333,7 +349,8 @@ void Communicator::progress_loop() {
     std::string err;
     try {
       std::lock_guard<std::mutex> lock(exec_mu_);
-      execute(req->call, true);
+      if (req->ready) run_stream_call(*req);
+      else execute(req->call, true);
     } catch (const Error& e) {
       rc = e.code();
       err = e.what();

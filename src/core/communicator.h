@@ -15,6 +15,11 @@
 
 namespace coral {
 
+namespace gpu {
+class Event;
+}
+struct GpuState;
+
 struct Call {
   sched::CollArgs args;  // rank/nranks/chunk are filled by the communicator
   const void* send = nullptr;
@@ -41,6 +46,11 @@ struct Request {
   bool done = false;
   coralResult_t result = coralSuccess;
   std::string error;
+  // Stream-ordered calls: the caller's stream work this call waits for, and the number the
+  // caller's stream waits to see in GpuState::flag.
+  std::shared_ptr<gpu::Event> ready;
+  bool device = false;  // buffers are device memory
+  uint64_t seq = 0;
 };
 
 class Communicator {
@@ -56,6 +66,11 @@ class Communicator {
   // Blocking: waits for queued non-blocking operations, then runs the call on this thread.
   void run(Call call);
   std::shared_ptr<Request> submit(Call call);
+  // Stream-ordered (NCCL's semantics): returns at once; the call runs once the stream's earlier
+  // work is done, and the stream's later work waits for it. device: the buffers are on the GPU.
+  void run_on_stream(Call call, void* stream, bool device);
+  // The GPU the communicator's device calls use, -1 before the first one.
+  int gpu_device() const;
   // Returns the algorithm the tuner would use (for tools and tests).
   sched::Algo choose(const sched::CollArgs& args) const;
   // Name of the transport that carries traffic to peer ("self" for this rank).
@@ -70,7 +85,13 @@ class Communicator {
 
  private:
   // background: on the progress thread, which shares the cores with the caller's compute.
-  void execute(Call& call, bool background = false);
+  // device: device buffers over cuda_ipc links.
+  void execute(Call& call, bool background = false, bool device = false);
+  // On the progress thread: a stream-ordered call (gpu_calls.cc).
+  void run_stream_call(Request& r);
+  void connect_device_links();
+  void staged(Call& call);
+  void record_failure(coralResult_t code, const std::string& msg);
   const sched::Schedule& schedule_for(const sched::CollArgs& a, sched::Algo algo);
   void progress_loop();
   void probe_links();
@@ -78,6 +99,8 @@ class Communicator {
   void wait_idle();
 
   std::shared_ptr<Store> store_;
+  std::string prefix_;
+  std::vector<transport::PeerInfo> peers_;
   int rank_, nranks_;
   double timeout_s_;
   sched::TuneParams tune_;
@@ -90,7 +113,8 @@ class Communicator {
   size_t max_message_ = SIZE_MAX;
   uint64_t coll_seq_ = 0;
   std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;
-  using CacheKey = std::tuple<int, size_t, int, int, int, int>;
+  std::unique_ptr<GpuState> gpu_;
+  using CacheKey = std::tuple<int, size_t, int, int, int, int, size_t>;
   std::map<CacheKey, sched::Schedule> cache_;
   CacheKey last_key_;
   const sched::Schedule* last_ = nullptr;

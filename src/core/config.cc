@@ -31,6 +31,11 @@ const std::vector<Knob>& knobs() {
        "All-reduces up to this size take the latency path in auto mode (one-shot on one host, recursive doubling across hosts)"},
       {"CORAL_SHM_SLOT_BYTES", Type::Bytes, "256K", "Bytes per shared-memory FIFO slot."},
       {"CORAL_SHM_NSLOTS", Type::Int, "4", "Slots per shared-memory FIFO (pipeline depth)."},
+      {"CORAL_CUDA_IPC_SLOT_BYTES", Type::Bytes, "4M", "Bytes per cuda_ipc FIFO slot (device memory)."},
+      {"CORAL_CUDA_IPC_NSLOTS", Type::Int, "4", "Slots per cuda_ipc FIFO (pipeline depth)."},
+      {"CORAL_GPU_STAGE_BYTES", Type::Bytes, "4M",
+       "Device buffers crossing hosts are staged through pinned host memory in pieces this large, "
+       "so copies and the network overlap."},
       {"CORAL_CMA_BYTES", Type::Bytes, "64K",
        "Shared-memory messages this large whose source stays put are read straight out of the "
        "sender (cross-memory attach: one copy instead of two); 0 turns it off."},

@@ -38,7 +38,16 @@ int launch_scale(void* dst, const void* src, size_t n, int divisor, cudaStream_t
   return static_cast<int>(cudaGetLastError());
 }
 
+__global__ void wait_kernel(const volatile uint64_t* flag, uint64_t value) {
+  while (*flag < value) __nanosleep(1000);
+}
+
 }  // namespace detail
+
+int wait_geq(const volatile uint64_t* flag, uint64_t value, void* stream) {
+  detail::wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, value);
+  return static_cast<int>(cudaGetLastError());
+}
 
 int reduce(coralDataType_t t, coralRedOp_t op, const ReduceArgs& a, void* stream) {
   if (a.nsrc < 1 || a.nsrc > kMaxSrcs || a.ndst < 1 || a.ndst > kMaxDsts) return static_cast<int>(cudaErrorInvalidValue);

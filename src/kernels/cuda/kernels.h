@@ -5,6 +5,7 @@
 #include <coral/coral.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace coral::kernels::cuda {
 
@@ -29,5 +30,9 @@ int reduce(coralDataType_t t, coralRedOp_t op, const ReduceArgs& a, void* stream
 int scale(coralDataType_t t, void* dst, const void* src, size_t n, int divisor, void* stream);
 // dst[i] = src[i] for every dst (a multi-destination copy: one read, up to kMaxDsts writes).
 int copy(const ReduceArgs& a, size_t bytes, void* stream);
+
+// Holds stream until *flag >= value (where the driver lacks cuStreamWaitValue64). One thread
+// polls the host-mapped word; the host's store reaches it over the bus.
+int wait_geq(const volatile uint64_t* flag, uint64_t value, void* stream);
 
 }  // namespace coral::kernels::cuda

@@ -28,16 +28,17 @@ namespace {
 constexpr uint32_t kDirect = 0x80000000u;  // in SlotMeta::bytes: payload is in the sender's memory
 }
 
-ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, const Segment& mine, int my_local,
-                 const Segment& theirs, int peer_local, size_t direct_min)
+ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
+                 std::byte* in_slots, size_t direct_min, size_t inline_max)
     : peer_(peer),
       peer_pid_(peer_pid),
       geo_(g),
-      out_(theirs.fifo(g, my_local)),
-      out_slots_(theirs.slot(g, my_local, 0)),
-      in_(mine.fifo(g, peer_local)),
-      in_slots_(mine.slot(g, peer_local, 0)),
-      direct_min_(direct_min) {}
+      out_(out),
+      out_slots_(out_slots),
+      in_(in),
+      in_slots_(in_slots),
+      direct_min_(direct_min),
+      inline_max_(inline_max) {}
 
 void ShmLink::wait_credit(WaitMonitor& mon) {
   const uint32_t n = geo_.nslots;
@@ -51,7 +52,7 @@ void ShmLink::wait_credit(WaitMonitor& mon) {
 std::byte* ShmLink::send_acquire(size_t bytes, WaitMonitor& mon) {
   wait_credit(mon);
   const uint32_t i = out_head_ % geo_.nslots;
-  if (bytes <= kInlineBytes) return out_->meta[i].inline_data;
+  if (bytes <= inline_max_) return out_->meta[i].inline_data;
   return out_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
 }
 
@@ -129,7 +130,7 @@ Message ShmLink::recv_peek(WaitMonitor& mon, bool want_local) {
     read_remote(slot, addr, bytes);  // the slot is free: the sender did not use it
     return Message{slot, bytes, m.tag};
   }
-  return Message{bytes <= kInlineBytes ? m.inline_data : slot, bytes, m.tag};
+  return Message{bytes <= inline_max_ ? m.inline_data : slot, bytes, m.tag};
 }
 
 void ShmLink::recv_read(const Message& msg, void* dst) {

@@ -13,8 +13,10 @@ namespace coral::transport::shm {
 
 class ShmLink : public Link {
  public:
-  ShmLink(int peer, pid_t peer_pid, const Geometry& g, const Segment& mine, int my_local,
-          const Segment& theirs, int peer_local, size_t direct_min);
+  // out/in: the FIFO control blocks; out_slots/in_slots: their payload rings. Messages up to
+  // inline_max bytes travel in the slot's control line.
+  ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
+          std::byte* in_slots, size_t direct_min, size_t inline_max);
   size_t max_message() const override { return geo_.slot_bytes; }
   int max_in_flight() const override { return static_cast<int>(geo_.nslots); }
   std::byte* send_acquire(size_t bytes, WaitMonitor& mon) override;
@@ -39,6 +41,7 @@ class ShmLink : public Link {
   FifoCtl* in_;
   std::byte* in_slots_;
   size_t direct_min_;
+  size_t inline_max_;
   uint32_t out_head_ = 0;       // only this side writes out_->head
   uint32_t out_tail_seen_ = 0;  // last tail read: re-read only when the FIFO looks full
   uint32_t in_tail_ = 0;        // only this side writes in_->tail

@@ -39,9 +39,11 @@ struct Geometry {
   size_t slot_bytes;
   uint32_t nslots;
   int nlocal;
+  bool external = false;  // payload slots live outside the segment (device memory)
   size_t ctl_bytes() const { return 4096; }
   size_t fifo_header() const { return (sizeof(FifoCtl) + 4095) / 4096 * 4096; }
-  size_t fifo_bytes() const { return fifo_header() + nslots * slot_bytes; }
+  size_t ring_bytes() const { return nslots * slot_bytes; }
+  size_t fifo_bytes() const { return fifo_header() + (external ? 0 : ring_bytes()); }
   size_t total() const { return ctl_bytes() + static_cast<size_t>(nlocal) * fifo_bytes(); }
 };
 

@@ -22,7 +22,7 @@ namespace {
 
 class ShmDomain : public Domain {
  public:
-  explicit ShmDomain(const ConnectArgs& a);
+  ShmDomain(const ConnectArgs& a, FifoOptions opts);
   ~ShmDomain() override;
   Link* link(int peer) override {
     auto it = links_.find(peer);
@@ -34,6 +34,7 @@ class ShmDomain : public Domain {
 
  private:
   Geometry geo_{};
+  FifoOptions opts_;
   Segment mine_;
   std::map<int, Segment> theirs_;
   std::map<int, std::unique_ptr<ShmLink>> links_;
@@ -53,26 +54,29 @@ std::string segment_name(const std::string& prefix, int rank) {
   return buf;
 }
 
-ShmDomain::ShmDomain(const ConnectArgs& a) {
+ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(opts)) {
   std::vector<int> local = a.targets;
   local.push_back(a.rank);
   std::sort(local.begin(), local.end());
   auto local_index = [&](int r) { return static_cast<int>(std::find(local.begin(), local.end(), r) - local.begin()); };
-  uint64_t slot = config::get_bytes("CORAL_SHM_SLOT_BYTES");
-  int64_t nslots = config::get_int("CORAL_SHM_NSLOTS");
+  const std::string& knob = opts_.knob;
+  uint64_t slot = config::get_bytes((knob + "_SLOT_BYTES").c_str());
+  int64_t nslots = config::get_int((knob + "_NSLOTS").c_str());
   if (slot < 4096 || slot > (1u << 30) || slot % 64)
-    fail(coralInvalidArgument, "CORAL_SHM_SLOT_BYTES must be a multiple of 64 between 4K and 1G");
+    fail(coralInvalidArgument, knob + "_SLOT_BYTES must be a multiple of 64 between 4K and 1G");
   if (nslots < 1 || nslots > kMaxSlots)
-    fail(coralInvalidArgument, "CORAL_SHM_NSLOTS must be between 1 and 64");
-  geo_ = Geometry{slot, static_cast<uint32_t>(nslots), static_cast<int>(local.size())};
+    fail(coralInvalidArgument, knob + "_NSLOTS must be between 1 and 64");
+  SlotMemory* ext = opts_.slots.get();
+  geo_ = Geometry{slot, static_cast<uint32_t>(nslots), static_cast<int>(local.size()), ext != nullptr};
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
 
-  const uint64_t direct_min = config::get_bytes("CORAL_CMA_BYTES");
+  const uint64_t direct_min = ext ? 0 : config::get_bytes("CORAL_CMA_BYTES");
   // Peers may read our memory (single-copy sends) even where Yama restricts ptrace to children.
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 
   mine_ = Segment::create(segment_name(a.prefix, a.rank), geo_.total());
   std::string geo_str = std::to_string(slot) + "x" + std::to_string(nslots);
+  if (ext) a.store->set(a.prefix + "/slots/" + std::to_string(a.rank), to_bytes(ext->create(geo_.ring_bytes(), geo_.nlocal)));
   a.store->set(a.prefix + "/shm/" + std::to_string(a.rank),
                to_bytes(geo_str + " " + std::to_string(reinterpret_cast<uintptr_t>(&kProbe))));
   // Which peers' memory this rank can read, as ",3,5," (published so senders know).
@@ -82,8 +86,9 @@ ShmDomain::ShmDomain(const ConnectArgs& a) {
     size_t sp = theirs.find(' ');
     if (sp == std::string::npos || theirs.substr(0, sp) != geo_str)
       fail(coralInvalidUsage, "rank " + std::to_string(q) + " uses shared-memory slots " + theirs.substr(0, sp) +
-                                  " but this rank " + geo_str + ": set CORAL_SHM_* alike everywhere");
+                                  " but this rank " + geo_str + ": set " + knob + "_* alike everywhere");
     theirs_.emplace(q, Segment::open(segment_name(a.prefix, q), geo_.total()));
+    if (ext) ext->attach(q, (*a.peers)[q].pid, to_string(a.store->get(a.prefix + "/slots/" + std::to_string(q), timeout)));
     auto probe = reinterpret_cast<const void*>(std::stoull(theirs.substr(sp + 1)));
     if (can_read_process((*a.peers)[q].pid, probe, kProbe)) readable += std::to_string(q) + ",";
   }
@@ -93,9 +98,14 @@ ShmDomain::ShmDomain(const ConnectArgs& a) {
     bool q_reads_me = theirs.find("," + std::to_string(a.rank) + ",") != std::string::npos;
     if (!q_reads_me && direct_min)
       log::info(log::Shm, "shm: rank {} cannot read this process's memory: copies through slots", q);
-    links_.emplace(q, std::make_unique<ShmLink>(q, (*a.peers)[q].pid, geo_, mine_, local_index(a.rank),
-                                                theirs_.at(q), local_index(q),
-                                                direct_min && q_reads_me ? direct_min : SIZE_MAX));
+    const int me_l = local_index(a.rank), q_l = local_index(q);
+    const Segment& theirs_seg = theirs_.at(q);
+    std::byte* out_slots = ext ? ext->theirs(q, me_l) : theirs_seg.slot(geo_, me_l, 0);
+    std::byte* in_slots = ext ? ext->mine(q_l) : mine_.slot(geo_, q_l, 0);
+    links_.emplace(q, std::make_unique<ShmLink>(q, (*a.peers)[q].pid, geo_, theirs_seg.fifo(geo_, me_l), out_slots,
+                                                mine_.fifo(geo_, q_l), in_slots,
+                                                direct_min && q_reads_me ? direct_min : SIZE_MAX,
+                                                ext ? 0 : kInlineBytes));
     int pid = (*a.peers)[q].pid;
     pids_[q] = pid;
     if (pid != getpid()) {
@@ -107,7 +117,8 @@ ShmDomain::ShmDomain(const ConnectArgs& a) {
   a.store->set(a.prefix + "/shm_attached/" + std::to_string(a.rank), {});
   for (int q : a.targets) a.store->get(a.prefix + "/shm_attached/" + std::to_string(q), timeout);
   mine_.unlink();
-  log::info(log::Shm, "shm: {} local peers, {} slots of {} bytes", a.targets.size(), nslots, slot);
+  log::info(log::Shm, "{}: {} local peers, {} slots of {} bytes{}", ext ? "cuda_ipc" : "shm", a.targets.size(),
+            nslots, slot, ext ? " in device memory" : "");
 }
 
 ShmDomain::~ShmDomain() {
@@ -145,8 +156,10 @@ bool ShmTransport::can_connect(const PeerInfo& a, const PeerInfo& b) const {
   return a.host_id == b.host_id;
 }
 
-std::unique_ptr<Domain> ShmTransport::connect(const ConnectArgs& args) {
-  return std::make_unique<ShmDomain>(args);
+std::unique_ptr<Domain> ShmTransport::connect(const ConnectArgs& args) { return connect_fifos(args, FifoOptions{}); }
+
+std::unique_ptr<Domain> connect_fifos(const ConnectArgs& args, FifoOptions opts) {
+  return std::make_unique<ShmDomain>(args, std::move(opts));
 }
 
 }  // namespace coral::transport::shm

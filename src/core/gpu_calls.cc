@@ -1,0 +1,176 @@
+// Stream-ordered calls and device buffers. The caller's thread only records an event and makes
+// its stream wait on a host-mapped flag; the progress thread waits for the event, runs the
+// collective, and raises the flag. One host thread drives the GPU, as with the host path:
+// - every rank on this host: the schedule runs on device memory over cuda_ipc links (kernels
+//   reduce straight out of the peer-written slots);
+// - ranks on other hosts: the call is staged through pinned host memory in pieces, so copies to
+//   and from the GPU overlap the network, and runs over the host transports.
+#include <fmt/format.h>
+
+#include "core/communicator.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/gpu_state.h"
+#include "core/log.h"
+#include "kernels/reduce.h"
+#include "transport/cuda_ipc/transport.h"
+
+namespace coral {
+
+int Communicator::gpu_device() const {
+  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(queue_mu_));
+  return gpu_ ? gpu_->device : -1;
+}
+
+void Communicator::run_on_stream(Call call, void* stream, bool device) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (failed_ != coralSuccess) fail(failed_, "communicator is unusable after an earlier failure: " + failure_);
+  }
+  const int dev = gpu::current_device();
+  auto req = std::make_shared<Request>();
+  req->call = call;
+  req->device = device;
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  if (!gpu_) {
+    gpu_ = std::make_unique<GpuState>(dev);
+    log::info(log::Coll, "stream-ordered calls run on GPU {}", dev);
+  }
+  req->ready = std::make_shared<gpu::Event>();
+  req->ready->record(stream);
+  req->seq = ++gpu_->issued;
+  gpu_->flag.stream_wait_geq(stream, req->seq);
+  if (!progress_.joinable()) progress_ = std::thread([this] { progress_loop(); });
+  queue_.push_back(req);
+  queue_cv_.notify_all();
+}
+
+void Communicator::run_stream_call(Request& r) {
+  // The caller's stream waits on the flag whatever happens: a failure is reported through
+  // coralCommGetAsyncError, never as a hung stream.
+  struct Raise {
+    GpuState& g;
+    uint64_t v;
+    ~Raise() { g.flag.set(v); }
+  } raise{*gpu_, r.seq};
+  try {
+    gpu::set_device(gpu_->device);
+    r.ready->sync();
+    if (!r.device) {
+      execute(r.call, true);
+      return;
+    }
+    if (!gpu_->connected) connect_device_links();
+    if (gpu_->all_local) execute(r.call, true, true);
+    else staged(r.call);
+  } catch (const Error& e) {
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      if (failed_ != coralSuccess) throw;  // execute() recorded it
+    }
+    std::string msg = fmt::format("rank {}: {}", rank_, e.what());
+    record_failure(e.code(), msg);
+    fail(e.code(), msg);
+  }
+}
+
+void Communicator::connect_device_links() {
+  GpuState& g = *gpu_;
+  std::vector<int> local;
+  for (int q = 0; q < nranks_; ++q)
+    if (q != rank_ && peers_[q].host_id == peers_[rank_].host_id) local.push_back(q);
+  g.links.assign(nranks_, nullptr);
+  g.domain_of.assign(nranks_, nullptr);
+  g.all_local = static_cast<int>(local.size()) == nranks_ - 1;
+  g.chunk_bytes = config::get_bytes("CORAL_CUDA_IPC_SLOT_BYTES");
+  if (g.all_local && !local.empty()) {
+    transport::cuda_ipc::CudaIpcTransport t;
+    transport::ConnectArgs ca{store_.get(), prefix_ + "/cuda_ipc", &peers_, rank_, local, timeout_s_};
+    g.ipc = t.connect(ca);
+    for (int q : local) {
+      g.links[q] = g.ipc->link(q);
+      g.domain_of[q] = g.ipc.get();
+      g.chunk_bytes = std::min(g.chunk_bytes, g.links[q]->max_message());
+    }
+  }
+  g.connected = true;
+  log::info(log::Init, "device buffers: {}", g.all_local ? fmt::format("cuda_ipc with {} local peers", local.size())
+                                                         : "staged through pinned host memory (ranks on other hosts)");
+}
+
+namespace {
+
+// Elements of the send and receive buffers this rank touches, and whether pieces of the call
+// are calls of the same collective (element-wise collectives).
+struct Extent {
+  size_t send = 0, recv = 0;
+  bool elementwise = true;
+};
+
+Extent extent(const Call& c, int rank, int nranks) {
+  const sched::CollArgs& a = c.args;
+  const size_t n = a.count;
+  using sched::Coll;
+  switch (a.coll) {
+    case Coll::AllReduce: return {n, n, true};
+    case Coll::Broadcast: return {rank == a.root ? n : 0, n, true};
+    case Coll::Reduce: return {n, rank == a.root ? n : 0, true};
+    case Coll::Send: return {n, 0, true};
+    case Coll::Recv: return {0, n, true};
+    case Coll::ReduceScatter: return {n * nranks, n, false};
+    case Coll::AllGather: return {n, n * nranks, false};
+    case Coll::Barrier: return {0, 0, true};
+  }
+  return {};
+}
+
+}  // namespace
+
+void Communicator::staged(Call& c) {
+  GpuState& g = *gpu_;
+  void* s = g.stream.get();
+  const size_t es = kernels::dtype_size(c.args.dtype);
+  const Extent ext = extent(c, rank_, nranks_);
+  auto* send = static_cast<const std::byte*>(c.send);
+  auto* recv = static_cast<std::byte*>(c.recv);
+  if (!ext.elementwise) {
+    Call sub = c;
+    sub.send = ext.send ? g.stage[0].get(ext.send * es) : nullptr;
+    sub.recv = ext.recv ? g.stage[2].get(ext.recv * es) : nullptr;
+    if (ext.send) gpu::copy_async(const_cast<void*>(sub.send), send, ext.send * es, s);
+    g.stream.sync();
+    execute(sub, true);
+    if (ext.recv) gpu::copy_async(recv, sub.recv, ext.recv * es, s);
+    g.stream.sync();
+    return;
+  }
+  const size_t n = c.args.count;
+  const size_t piece = std::max<size_t>(1, config::get_bytes("CORAL_GPU_STAGE_BYTES") / es);
+  const size_t pieces = n ? (n + piece - 1) / piece : 1;
+  auto len = [&](size_t k) { return std::min(piece, n - k * piece); };
+  auto host_send = [&](size_t k) { return static_cast<std::byte*>(g.stage[k % 2].get(piece * es)); };
+  auto host_recv = [&](size_t k) { return static_cast<std::byte*>(g.stage[2 + k % 2].get(piece * es)); };
+  // Piece k: copied down (event staged[k%2]), run on the host, copied up (event landed[k%2]).
+  auto copy_down = [&](size_t k) {
+    gpu::copy_async(host_send(k), send + k * piece * es, len(k) * es, s);
+    g.staged[k % 2].record(s);
+  };
+  if (ext.send && n) copy_down(0);
+  for (size_t k = 0; k < pieces; ++k) {
+    if (ext.send && k + 1 < pieces) copy_down(k + 1);
+    if (ext.send && n) g.staged[k % 2].sync();
+    if (ext.recv && k >= 2) g.landed[k % 2].sync();  // piece k-2 has left this buffer
+    Call sub = c;
+    sub.args.count = n ? len(k) : 0;
+    sub.send = ext.send ? host_send(k) : nullptr;
+    sub.recv = ext.recv ? host_recv(k) : nullptr;
+    execute(sub, true);
+    if (ext.recv && n) {
+      gpu::copy_async(recv + k * piece * es, host_recv(k), len(k) * es, s);
+      g.landed[k % 2].record(s);
+    }
+  }
+  g.stream.sync();
+}
+
+}  // namespace coral

@@ -1,0 +1,25 @@
+// The executor's memory operations for device buffers: CUDA kernels and copies on one stream,
+// fenced (stream synchronised) before a peer may read what they wrote or a slot is given back.
+#pragma once
+#include <coral/coral.h>
+
+#include "core/executor.h"
+
+namespace coral::gpu {
+
+class CudaMemOps : public MemOps {
+ public:
+  CudaMemOps(void* stream, coralDataType_t dtype, coralRedOp_t op) : stream_(stream), dtype_(dtype), op_(op) {}
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n) override;
+  void scale(void* dst, size_t n, int divisor) override;
+  void fence() override;
+
+ private:
+  void* stream_;
+  coralDataType_t dtype_;
+  coralRedOp_t op_;
+  bool pending_ = false;  // work issued since the last fence
+};
+
+}  // namespace coral::gpu

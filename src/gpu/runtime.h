@@ -1,0 +1,85 @@
+// The CUDA runtime as the rest of Coral sees it. Every failure becomes coral::Error with
+// coralUnhandledCudaError, naming the call and CUDA's own error. A build without CUDA compiles
+// the same header: nothing is usable and every pointer is host memory. cudaStream_t travels as
+// void* so callers need no CUDA headers.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace coral::gpu {
+
+bool built();
+// A driver and at least one device answer (asked once).
+bool usable();
+// Why not, when !usable().
+std::string why_not();
+
+// -1 for host memory (pageable, pinned or unknown to CUDA); else the device that owns p
+// (device or managed memory).
+int device_of(const void* p);
+int current_device();
+void set_device(int device);
+
+class Stream {
+ public:
+  Stream();  // non-blocking: never serialised behind the legacy default stream
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  void* get() const { return s_; }
+  void sync() { sync_raw(s_); }
+  static void sync_raw(void* stream);
+
+ private:
+  void* s_ = nullptr;
+};
+
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(void* stream);
+  void sync();
+
+ private:
+  void* e_ = nullptr;
+};
+
+// A 64-bit word in pinned, device-mapped host memory that streams wait on. This is how a call
+// stays stream-ordered while the host runs it: the caller's stream waits for the word to reach
+// the call's number, and the host writes that number when the call is done.
+class HostFlag {
+ public:
+  HostFlag();
+  ~HostFlag();
+  HostFlag(const HostFlag&) = delete;
+  HostFlag& operator=(const HostFlag&) = delete;
+  void stream_wait_geq(void* stream, uint64_t value);
+  void set(uint64_t value);
+
+ private:
+  volatile uint64_t* host_ = nullptr;
+  void* dev_ = nullptr;
+};
+
+void* alloc_device(size_t bytes);
+void free_device(void* p);
+void* alloc_pinned(size_t bytes);
+void free_pinned(void* p);
+// Any direction (unified addressing); asynchronous on stream.
+void copy_async(void* dst, const void* src, size_t bytes, void* stream);
+
+// Inter-process handles to device memory (cudaIpcGetMemHandle), as bytes for the store.
+using IpcHandle = std::array<unsigned char, 64>;
+IpcHandle ipc_export(void* dev);
+void* ipc_open(const IpcHandle& h);
+void ipc_close(void* p);
+
+// Throws coralUnhandledCudaError for a non-zero cudaError_t.
+void check(int err, const char* what);
+
+}  // namespace coral::gpu

@@ -1,0 +1,55 @@
+#include "transport/cuda_ipc/memory.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "core/error.h"
+#include "gpu/runtime.h"
+
+namespace coral::transport::cuda_ipc {
+
+std::string encode(const SlotsRecord& r) {
+  return fmt::format("{} {} {} {} {}", r.pid, r.device, r.ring_bytes, r.handle_hex, r.addr);
+}
+
+SlotsRecord decode(const std::string& s, int peer) {
+  SlotsRecord r;
+  std::istringstream in(s);
+  if (!(in >> r.pid >> r.device >> r.ring_bytes >> r.handle_hex >> r.addr) || r.handle_hex.size() != 128 ||
+      r.handle_hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+    fail(coralRemoteError, fmt::format("rank {} published a malformed cuda_ipc record '{}'", peer, s));
+  return r;
+}
+
+DeviceSlots::~DeviceSlots() {
+  for (auto& [q, p] : opened_) gpu::ipc_close(p);
+  gpu::free_device(base_);
+}
+
+std::string DeviceSlots::create(size_t ring_bytes, int nrings) {
+  ring_bytes_ = ring_bytes;
+  base_ = static_cast<std::byte*>(gpu::alloc_device(ring_bytes * nrings));
+  gpu::IpcHandle h = gpu::ipc_export(base_);
+  std::string hex;
+  for (unsigned char c : h) hex += fmt::format("{:02x}", c);
+  return encode({getpid(), gpu::current_device(), ring_bytes, hex, reinterpret_cast<uintptr_t>(base_)});
+}
+
+void DeviceSlots::attach(int peer, int, const std::string& blob) {
+  SlotsRecord r = decode(blob, peer);
+  if (r.ring_bytes != ring_bytes_)
+    fail(coralInvalidUsage, fmt::format("rank {} uses cuda_ipc rings of {} bytes but this rank {}: set "
+                                        "CORAL_CUDA_IPC_* alike everywhere", peer, r.ring_bytes, ring_bytes_));
+  if (r.pid == getpid()) {
+    peers_[peer] = reinterpret_cast<std::byte*>(r.addr);
+    return;
+  }
+  gpu::IpcHandle h;
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<unsigned char>(std::stoi(r.handle_hex.substr(2 * i, 2), nullptr, 16));
+  auto* p = static_cast<std::byte*>(gpu::ipc_open(h));
+  peers_[peer] = opened_[peer] = p;
+}
+
+}  // namespace coral::transport::cuda_ipc

@@ -1,0 +1,17 @@
+#include "transport/cuda_ipc/transport.h"
+
+#include "gpu/runtime.h"
+#include "transport/cuda_ipc/memory.h"
+
+namespace coral::transport::cuda_ipc {
+
+bool CudaIpcTransport::available() const { return gpu::usable(); }
+
+std::unique_ptr<Domain> CudaIpcTransport::connect(const ConnectArgs& args) {
+  shm::FifoOptions o;
+  o.knob = "CORAL_CUDA_IPC";
+  o.slots = std::make_unique<DeviceSlots>();
+  return shm::connect_fifos(args, std::move(o));
+}
+
+}  // namespace coral::transport::cuda_ipc
