@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "collectives/registry.h"
 #include "core/api_internal.h"
 #include "core/error.h"
+#include "gpu/runtime.h"
 
 using namespace bench;
 
@@ -22,6 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 coralComm_t g_comm = nullptr;
+void* g_stream = nullptr;  // --device: the stream every call goes on
 
 void check(coralResult_t rc, const char* what) {
   if (rc == coralSuccess) return;
@@ -31,11 +34,11 @@ void check(coralResult_t rc, const char* what) {
 
 coralResult_t run_coll(const Options& o, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op) {
   switch (o.coll) {
-    case exact::Coll::AllReduce: return coralAllReduce(s, r, n, t, op, g_comm, nullptr);
-    case exact::Coll::ReduceScatter: return coralReduceScatter(s, r, n, t, op, g_comm, nullptr);
-    case exact::Coll::AllGather: return coralAllGather(s, r, n, t, g_comm, nullptr);
-    case exact::Coll::Broadcast: return coralBroadcast(s, r, n, t, o.root, g_comm, nullptr);
-    case exact::Coll::Reduce: return coralReduce(s, r, n, t, op, o.root, g_comm, nullptr);
+    case exact::Coll::AllReduce: return coralAllReduce(s, r, n, t, op, g_comm, g_stream);
+    case exact::Coll::ReduceScatter: return coralReduceScatter(s, r, n, t, op, g_comm, g_stream);
+    case exact::Coll::AllGather: return coralAllGather(s, r, n, t, g_comm, g_stream);
+    case exact::Coll::Broadcast: return coralBroadcast(s, r, n, t, o.root, g_comm, g_stream);
+    case exact::Coll::Reduce: return coralReduce(s, r, n, t, op, o.root, g_comm, g_stream);
   }
   return coralInternalError;
 }
@@ -119,9 +122,20 @@ std::vector<std::string> rank_lines(int rank, int nranks) {
   return out;
 }
 
+// GPU memory that lives as long as the buffers of one dtype.
+struct DeviceMem {
+  void* p = nullptr;
+  ~DeviceMem() { coral::gpu::free_device(p); }
+};
+
 struct Buffers {
   std::vector<uint8_t> send, recv, inplace, input;
+  DeviceMem d_send, d_recv, d_inplace;  // --device
 };
+
+void sync_stream() {
+  if (g_stream) coral::gpu::Stream::sync_raw(g_stream);
+}
 
 // Times iters calls and checks one fresh call. Returns the timing on this rank (wrong: local).
 Timing measure(const Options& o, Buffers& b, bool in_place, size_t n, coralDataType_t t, coralRedOp_t op,
@@ -132,22 +146,44 @@ Timing measure(const Options& o, Buffers& b, bool in_place, size_t n, coralDataT
   coralRedOp_t fill_op = (ag || o.coll == exact::Coll::Broadcast) ? coralSum : op;
   exact::fill(b.input, rank, send_n, t, fill_op, seed);
   uint8_t *sp = b.send.data(), *rp = b.recv.data();
+  // With --device the calls get GPU pointers at the same offsets; rp stays the host copy checked.
+  uint8_t *dsp = static_cast<uint8_t*>(b.d_send.p), *drp = static_cast<uint8_t*>(b.d_recv.p);
   if (in_place) {
     sp = b.inplace.data() + (ag ? rank * n * es : 0);
     rp = b.inplace.data() + (rs ? rank * n * es : 0);
+    dsp = static_cast<uint8_t*>(b.d_inplace.p) + (ag ? rank * n * es : 0);
+    drp = static_cast<uint8_t*>(b.d_inplace.p) + (rs ? rank * n * es : 0);
   }
-  auto load = [&] { if (send_n) std::memcpy(sp, b.input.data(), send_n * es); };
+  auto load = [&] {
+    if (!send_n) return;
+    std::memcpy(sp, b.input.data(), send_n * es);
+    if (o.device) {
+      coral::gpu::copy_async(dsp, sp, send_n * es, g_stream);
+      sync_stream();
+    }
+  };
+  uint8_t* call_s = o.device ? dsp : sp;
+  uint8_t* call_r = o.device ? drp : rp;
   load();
-  for (int i = 0; i < o.warmup; ++i) check(run_coll(o, sp, rp, n, t, op), o.coll_name.c_str());
+  for (int i = 0; i < o.warmup; ++i) check(run_coll(o, call_s, call_r, n, t, op), o.coll_name.c_str());
+  sync_stream();
   check(coralBarrier(g_comm), "barrier");
   auto t0 = Clock::now();
-  for (int i = 0; i < o.iters; ++i) check(run_coll(o, sp, rp, n, t, op), o.coll_name.c_str());
+  for (int i = 0; i < o.iters; ++i) check(run_coll(o, call_s, call_r, n, t, op), o.coll_name.c_str());
+  sync_stream();  // stream-ordered calls return at once: the time is until the stream is done
   double sec = std::chrono::duration<double>(Clock::now() - t0).count() / o.iters;
   Timing tm;
   tm.time_us = aggregate(o, sec, nranks) * 1e6;
   if (o.check) {
     load();  // in place, the timed calls consumed their input
-    check(run_coll(o, sp, rp, n, t, op), o.coll_name.c_str());
+    check(run_coll(o, call_s, call_r, n, t, op), o.coll_name.c_str());
+    if (o.device) {
+      if (recv_n) coral::gpu::copy_async(rp, drp, recv_n * es, g_stream);
+      sync_stream();
+      coralResult_t async = coralSuccess;
+      check(coralCommGetAsyncError(g_comm, &async), "coralCommGetAsyncError");
+      check(async, o.coll_name.c_str());
+    }
     if (o.inject_error && rank == 0 && recv_n) rp[0] ^= 0x5a;
     size_t wrong = exact::count_wrong(o.coll, rank, nranks, t, op, o.root, n, rp, seed), total = 0;
     check(coralAllReduce(&wrong, &total, 1, coralUint64, coralSum, g_comm, nullptr), "allreduce");
@@ -171,6 +207,17 @@ int main(int argc, char** argv) {
     setenv("CORAL_ALGO", o.algo.c_str(), 1);
   }
   if (o.timeout_s > 0) setenv("CORAL_TIMEOUT", std::to_string(o.timeout_s).c_str(), 1);
+  std::unique_ptr<coral::gpu::Stream> stream;
+  if (o.device) {
+    if (!coral::gpu::usable()) {
+      std::fprintf(stderr, "coral-bench: --device: no usable GPU (%s)\n", coral::gpu::why_not().c_str());
+      return 2;
+    }
+    const char* lr = std::getenv("CORAL_LOCAL_RANK");
+    coral::gpu::set_device((lr ? std::atoi(lr) : 0) % coral::gpu::device_count());
+    stream = std::make_unique<coral::gpu::Stream>();
+    g_stream = stream->get();
+  }
   check(coralCommInitEnv(&g_comm), "coralCommInitEnv");
   int rank, nranks;
   check(coralCommUserRank(g_comm, &rank), "rank");
@@ -193,6 +240,11 @@ int main(int argc, char** argv) {
     b.send.resize(o.max_bytes + es);
     b.recv.resize(o.max_bytes + es);
     b.inplace.resize(o.max_bytes + es);
+    if (o.device) {
+      b.d_send.p = coral::gpu::alloc_device(o.max_bytes + es);
+      b.d_recv.p = coral::gpu::alloc_device(o.max_bytes + es);
+      b.d_inplace.p = coral::gpu::alloc_device(o.max_bytes + es);
+    }
     for (coralRedOp_t op : o.ops)
       for (size_t size : o.sizes()) {
         size_t count = size / es;
@@ -232,5 +284,6 @@ int main(int argc, char** argv) {
   }
   size_t wrong = total_wrong(rows);
   coralCommDestroy(g_comm);
+  stream.reset();
   return wrong ? 1 : 0;
 }

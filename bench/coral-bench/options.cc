@@ -94,6 +94,7 @@ Options parse_options(int argc, char** argv) {
   app.add_option("-t,--collective", coll, "allreduce, reducescatter, allgather, broadcast, reduce");
   app.add_option("--algo", o.algo, "algorithm: auto or one the library has (see CORAL_ALGO)");
   app.add_flag("--csv", o.csv, "print CSV instead of the table");
+  app.add_flag("-G,--device", o.device, "buffers in GPU memory (GPU = local rank modulo GPUs), calls on a CUDA stream");
   app.add_option("--plot", o.plot, "write a PNG of busbw against size (gnuplot)");
   app.add_flag("--inject-error", o.inject_error, "test hook: corrupt one result element on rank 0")->group("");
   try {

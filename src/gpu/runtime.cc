@@ -89,6 +89,11 @@ int current_device() {
 
 void set_device(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
 
+int device_count() {
+  int n = 0;
+  return usable() && cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
 Stream::Stream() {
   cudaStream_t s;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -183,6 +188,7 @@ bool usable() { return false; }
 std::string why_not() { return "this build of Coral has no CUDA support (built without nvcc)"; }
 int device_of(const void*) { return -1; }
 int current_device() { unavailable(); }
+int device_count() { return 0; }
 void set_device(int) { unavailable(); }
 Stream::Stream() { unavailable(); }
 Stream::~Stream() = default;

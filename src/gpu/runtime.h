@@ -20,6 +20,7 @@ std::string why_not();
 // (device or managed memory).
 int device_of(const void* p);
 int current_device();
+int device_count();
 void set_device(int device);
 
 class Stream {

@@ -1,0 +1,76 @@
+#!/bin/bash
+# Every GPU check, in one go, on the GPU machine (the device tool; see README "GPU checks"):
+#   1. build with CUDA (carried Debian packages from .gpu-deps/ unpacked under /tmp, never /)
+#   2. kernels against the CPU reference, every dtype x op
+#   3. 2, 4 and 8 ranks on the one GPU through cuda_ipc, every collective, exact; then 2 ranks
+#      posing as two hosts (staged through pinned memory)
+#   4. coral-bench on device buffers: 256 MiB all-reduce busbw, 8-byte one-shot latency, a sweep
+#   5. reduction kernel bandwidth against cudaMemcpy device-to-device, same run
+# Writes $OUT/gpu-summary.txt (OUT defaults to ./gpu-out) plus one log per step; exit 0 only if
+# every step passed. Budget: about 8 minutes. Without a GPU it builds, then reports SKIP.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+summary=$out/gpu-summary.txt
+: >"$summary"
+start=$(date +%s)
+note() { echo "$*" | tee -a "$summary"; }
+status=0
+step() {  # step NAME LIMIT_S CMD...: runs CMD with a timeout, logs to $out/NAME.txt
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s)
+  timeout "$limit" "$@" >"$out/$name.txt" 2>&1
+  local rc=$? t=$(( $(date +%s) - t0 ))
+  local verdict=PASS
+  [ $rc -eq 77 ] && verdict=SKIP
+  [ $rc -ne 0 ] && [ $rc -ne 77 ] && { verdict="FAIL (exit $rc)"; status=1; }
+  note "[$verdict] $name (${t}s)"
+  return $rc
+}
+
+export PATH=/usr/local/cuda/bin:$PATH
+if [ -d .gpu-deps ] && ls .gpu-deps/*.deb >/dev/null 2>&1; then
+  deps=/tmp/coral-deps
+  mkdir -p "$deps"
+  for f in .gpu-deps/*.deb; do dpkg-deb -x "$f" "$deps" 2>/dev/null || (cd "$deps" && ar p "$root/$f" data.tar.xz | tar xJ); done
+  export PATH=$deps/usr/bin:$PATH
+  export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PKG_CONFIG_LIBDIR=$deps/usr/lib/x86_64-linux-gnu/pkgconfig:$deps/usr/share/pkgconfig
+  export PKG_CONFIG_SYSROOT_DIR=$deps
+fi
+note "GPU checks, $(date -u +%FT%TZ)"
+note "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi: not available')"
+note "$(nvcc --version 2>/dev/null | tail -1)"
+
+export build=${GPU_BUILD_DIR:-build-gpu}
+configure() {
+  [ -f "$build/build.ninja" ] || meson setup "$build" -Dcuda=enabled -Dgpu_arch="${GPU_ARCH:-90}" -Dtests=false \
+    -Dbench=true -Dtrainer=disabled -Dhwloc=disabled -Ducx=disabled -Dibverbs=disabled -Dmpi=disabled || return 1
+  ninja -C "$build"
+}
+export -f configure
+step build 300 bash -c configure || { note "build failed: see $out/build.txt"; exit 1; }
+
+step kernels 120 "$build/tests/gpu/gpu_kernels_check"
+[ $? -eq 77 ] && { note "no usable GPU here: the remaining checks need one"; exit 0; }
+grep -h "kernel cases" "$out/kernels.txt" | tee -a "$summary"
+
+step collectives 300 tests/gpu/run_mp_device.sh "$build/tools/coral-run/coral-run" "$build/tests/gpu/mp_device"
+grep -h "device collective cases\|^==\|FAIL" "$out/collectives.txt" | sort | uniq -c | tee -a "$summary"
+
+bench=$build/bench/coral-bench
+crun=$build/tools/coral-run/coral-run
+step bench_256m 120 "$crun" -n 2 "$bench" --device -b 256M -e 256M -n 10 -w 3
+grep -E "^ +[0-9]+ " "$out/bench_256m.txt" | tee -a "$summary"
+step bench_8b_oneshot 60 env CORAL_ALGO=oneshot "$crun" -n 2 "$bench" --device -b 8 -e 8 -n 500 -w 50
+grep -E "^ +[0-9]+ " "$out/bench_8b_oneshot.txt" | tee -a "$summary"
+step bench_sweep 120 "$crun" -n 2 "$bench" --device -b 8 -e 64M -f 8 -n 10 -w 2
+grep -E "^ +[0-9]+ " "$out/bench_sweep.txt" | tee -a "$summary"
+
+step kernel_bw 90 "$build/bench/coral-kernel-bw" $((1 << 30)) 20
+grep -E "GB/s" "$out/kernel_bw.txt" | tee -a "$summary"
+
+note "total $(( $(date +%s) - start ))s, $([ $status -eq 0 ] && echo 'all passed' || echo 'FAILURES above')"
+exit $status

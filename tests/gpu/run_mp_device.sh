@@ -1,0 +1,15 @@
+#!/bin/bash
+# mp_device on 2, 4 and 8 ranks of one host (all on GPU 0 when there is one GPU: cuda_ipc between
+# processes sharing it), then 2 ranks posing as two hosts, which stages through pinned memory.
+# Usage: run_mp_device.sh CORAL_RUN MP_DEVICE
+set -uo pipefail
+run=$1 prog=$2
+"$prog" --probe 2>/dev/null; [ $? -eq 77 ] && { echo "SKIP: no usable GPU"; exit 77; }
+for n in 2 4 8; do
+  echo "== $n ranks, cuda_ipc"
+  MP_DEVICE_QUICK=${MP_DEVICE_QUICK:-$([ $n -gt 2 ] && echo 1)} timeout 600 "$run" -n $n "$prog" || exit 1
+done
+echo "== 2 ranks as two hosts, staged through pinned memory over tcp"
+MP_DEVICE_QUICK=1 CORAL_GPU_STAGE_BYTES=1M timeout 600 "$run" -n 2 \
+  bash -c 'CORAL_HOSTID=host$CORAL_RANK exec "$0"' "$prog" || exit 1
+echo "all device collective runs passed"
