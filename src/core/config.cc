@@ -36,6 +36,9 @@ const std::vector<Knob>& knobs() {
       {"CORAL_GPU_STAGE_BYTES", Type::Bytes, "4M",
        "Device buffers crossing hosts are staged through pinned host memory in pieces this large, "
        "so copies and the network overlap."},
+      {"CORAL_GPU_EMULATE", Type::Int, "0",
+       "Test hook: 1 makes a stand-in GPU of host memory (no CUDA needed), so the device-buffer "
+       "path runs on machines without one."},
       {"CORAL_CMA_BYTES", Type::Bytes, "64K",
        "Shared-memory messages this large whose source stays put are read straight out of the "
        "sender (cross-memory attach: one copy instead of two); 0 turns it off."},

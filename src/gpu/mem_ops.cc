@@ -1,7 +1,11 @@
 #include "gpu/mem_ops.h"
 
+#include <cstring>
+
 #include "core/error.h"
+#include "gpu/emulate.h"
 #include "gpu/runtime.h"
+#include "kernels/reduce.h"
 #if CORAL_HAVE_CUDA
 #include "kernels/cuda/kernels.h"
 #endif
@@ -14,9 +18,14 @@ void CudaMemOps::copy(void* dst, const void* src, size_t bytes) {
   pending_ = true;
 }
 
-#if CORAL_HAVE_CUDA
 void CudaMemOps::reduce(void* dst, void* dst2, const void* a, const void* b, size_t n) {
   if (!n) return;
+  if (emu::enabled()) {
+    kernels::active().reduce[dtype_][op_](dst, a, b, n);
+    if (dst2) std::memcpy(dst2, dst, n * kernels::dtype_size(dtype_));
+    return;
+  }
+#if CORAL_HAVE_CUDA
   kernels::cuda::ReduceArgs r;
   r.src[0] = a;
   r.src[1] = b;
@@ -27,17 +36,26 @@ void CudaMemOps::reduce(void* dst, void* dst2, const void* a, const void* b, siz
   r.n = n;
   check(kernels::cuda::reduce(dtype_, op_, r, stream_), "reduction kernel launch");
   pending_ = true;
+#else
+  (void)dst2;
+  check(1, "reduction kernel (no CUDA in this build)");
+#endif
 }
 
 void CudaMemOps::scale(void* dst, size_t n, int divisor) {
   if (!n) return;
+  if (emu::enabled()) {
+    kernels::active().scale[dtype_](dst, dst, n, divisor);
+    return;
+  }
+#if CORAL_HAVE_CUDA
   check(kernels::cuda::scale(dtype_, dst, dst, n, divisor, stream_), "scale kernel launch");
   pending_ = true;
-}
 #else
-void CudaMemOps::reduce(void*, void*, const void*, const void*, size_t) { check(1, "reduction kernel (no CUDA)"); }
-void CudaMemOps::scale(void*, size_t, int) { check(1, "scale kernel (no CUDA)"); }
+  (void)dst, (void)divisor;
+  check(1, "scale kernel (no CUDA in this build)");
 #endif
+}
 
 void CudaMemOps::fence() {
   if (!pending_) return;

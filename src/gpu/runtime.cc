@@ -1,24 +1,31 @@
 #include "gpu/runtime.h"
 
 #include <cstring>
-#include <mutex>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "gpu/emulate.h"
 
 #if CORAL_HAVE_CUDA
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/kernels.h"
+#define CORAL_CUDA(real) real
+#else
+// Without CUDA every entry point that needs a GPU fails with a clear message.
+#define CORAL_CUDA(real) unavailable()
 #endif
 
 namespace coral::gpu {
 
-#if CORAL_HAVE_CUDA
-
 namespace {
 
+[[maybe_unused]] [[noreturn]] void unavailable() {
+  fail(coralUnhandledCudaError, "this build of Coral has no CUDA support (built without nvcc)");
+}
+
+#if CORAL_HAVE_CUDA
 struct Probe {
   bool ok = false;
   std::string why;
@@ -58,158 +65,250 @@ WaitValueFn wait_value_fn() {
   }();
   return fn;
 }
+#endif
 
 }  // namespace
 
 void check(int err, const char* what) {
-  if (err == cudaSuccess) return;
+  if (err == 0) return;
+#if CORAL_HAVE_CUDA
   auto e = static_cast<cudaError_t>(err);
   fail(coralUnhandledCudaError, fmt::format("{} failed: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e)));
+#else
+  fail(coralUnhandledCudaError, fmt::format("{} failed: error {}", what, err));
+#endif
 }
 
-bool built() { return true; }
-bool usable() { return probe().ok; }
-std::string why_not() { return probe().why; }
+bool built() {
+#if CORAL_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool usable() {
+  if (emu::enabled()) return true;
+#if CORAL_HAVE_CUDA
+  return probe().ok;
+#else
+  return false;
+#endif
+}
+
+std::string why_not() {
+  if (emu::enabled()) return "";
+#if CORAL_HAVE_CUDA
+  return probe().why;
+#else
+  return "this build of Coral has no CUDA support (built without nvcc)";
+#endif
+}
 
 int device_of(const void* p) {
-  if (!p || !usable()) return -1;
+  if (!p) return -1;
+  if (emu::enabled()) return emu::device_of(p);
+#if CORAL_HAVE_CUDA
+  if (!usable()) return -1;
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     cudaGetLastError();
     return -1;
   }
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+#else
+  return -1;
+#endif
 }
 
 int current_device() {
+  if (emu::enabled()) return 0;
   int d = 0;
-  check(cudaGetDevice(&d), "cudaGetDevice");
+  CORAL_CUDA(check(cudaGetDevice(&d), "cudaGetDevice"));
   return d;
 }
 
-void set_device(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
+void set_device(int device) {
+  if (emu::enabled()) return;
+  CORAL_CUDA(check(cudaSetDevice(device), "cudaSetDevice"));
+  (void)device;
+}
 
 int device_count() {
+  if (emu::enabled()) return 1;
   int n = 0;
-  return usable() && cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+#if CORAL_HAVE_CUDA
+  if (!usable() || cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+#endif
+  return n;
 }
 
 Stream::Stream() {
+  if (emu::enabled()) {
+    s_ = emu::stream_create();
+    return;
+  }
+#if CORAL_HAVE_CUDA
   cudaStream_t s;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   s_ = s;
+#else
+  unavailable();
+#endif
 }
-Stream::~Stream() { cudaStreamDestroy(static_cast<cudaStream_t>(s_)); }
-void Stream::sync_raw(void* s) { check(cudaStreamSynchronize(static_cast<cudaStream_t>(s)), "cudaStreamSynchronize"); }
 
+Stream::~Stream() {
+  if (emu::enabled()) {
+    emu::stream_destroy(s_);
+    return;
+  }
+  CORAL_CUDA(cudaStreamDestroy(static_cast<cudaStream_t>(s_)));
+}
+
+void Stream::sync_raw(void* s) {
+  if (emu::enabled()) return emu::stream_sync(s);
+  CORAL_CUDA(check(cudaStreamSynchronize(static_cast<cudaStream_t>(s)), "cudaStreamSynchronize"));
+  (void)s;
+}
+
+// Emulated work completes when issued: events have nothing to wait for.
 Event::Event() {
+  if (emu::enabled()) return;
+#if CORAL_HAVE_CUDA
   cudaEvent_t e;
   check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   e_ = e;
+#else
+  unavailable();
+#endif
 }
-Event::~Event() { cudaEventDestroy(static_cast<cudaEvent_t>(e_)); }
+
+Event::~Event() {
+  if (e_) CORAL_CUDA(cudaEventDestroy(static_cast<cudaEvent_t>(e_)));
+}
+
 void Event::record(void* stream) {
-  check(cudaEventRecord(static_cast<cudaEvent_t>(e_), static_cast<cudaStream_t>(stream)), "cudaEventRecord");
+  if (!e_) return;
+  CORAL_CUDA(check(cudaEventRecord(static_cast<cudaEvent_t>(e_), static_cast<cudaStream_t>(stream)), "cudaEventRecord"));
+  (void)stream;
 }
-void Event::sync() { check(cudaEventSynchronize(static_cast<cudaEvent_t>(e_)), "cudaEventSynchronize"); }
+
+void Event::sync() {
+  if (!e_) return;
+  CORAL_CUDA(check(cudaEventSynchronize(static_cast<cudaEvent_t>(e_)), "cudaEventSynchronize"));
+}
 
 HostFlag::HostFlag() {
+  if (emu::enabled()) {
+    host_ = new uint64_t(0);
+    return;
+  }
+#if CORAL_HAVE_CUDA
   void* h = nullptr;
   check(cudaHostAlloc(&h, 64, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc (stream flag)");
   host_ = static_cast<volatile uint64_t*>(h);
   *host_ = 0;
   check(cudaHostGetDevicePointer(&dev_, h, 0), "cudaHostGetDevicePointer (stream flag)");
+#else
+  unavailable();
+#endif
 }
-HostFlag::~HostFlag() { cudaFreeHost(const_cast<uint64_t*>(host_)); }
+
+HostFlag::~HostFlag() {
+  if (emu::enabled()) {
+    delete const_cast<uint64_t*>(host_);
+    return;
+  }
+  CORAL_CUDA(cudaFreeHost(const_cast<uint64_t*>(host_)));
+}
 
 void HostFlag::stream_wait_geq(void* stream, uint64_t value) {
+  if (emu::enabled()) return emu::stream_wait(stream, host_, value);
+#if CORAL_HAVE_CUDA
   if (WaitValueFn f = wait_value_fn()) {
     CUresult r = f(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(dev_), value, CU_STREAM_WAIT_VALUE_GEQ);
     if (r == CUDA_SUCCESS) return;
   }
   check(kernels::cuda::wait_geq(static_cast<const volatile uint64_t*>(dev_), value, stream), "flag wait kernel");
+#else
+  (void)stream;
+  (void)value;
+#endif
 }
 
-void HostFlag::set(uint64_t value) {
-  __atomic_store_n(const_cast<uint64_t*>(host_), value, __ATOMIC_RELEASE);
-}
+void HostFlag::set(uint64_t value) { __atomic_store_n(const_cast<uint64_t*>(host_), value, __ATOMIC_RELEASE); }
 
 void* alloc_device(size_t bytes) {
+  if (emu::enabled()) return emu::alloc(bytes);
   void* p = nullptr;
-  check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc");
+  CORAL_CUDA(check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc"));
+  (void)bytes;
   return p;
 }
+
 void free_device(void* p) {
-  if (p) cudaFree(p);
+  if (!p) return;
+  if (emu::enabled()) return emu::free(p);
+  CORAL_CUDA(cudaFree(p));
 }
+
 void* alloc_pinned(size_t bytes) {
+  if (emu::enabled()) return ::operator new(bytes ? bytes : 1);
   void* p = nullptr;
-  check(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable), "cudaHostAlloc");
+  CORAL_CUDA(check(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable), "cudaHostAlloc"));
+  (void)bytes;
   return p;
 }
+
 void free_pinned(void* p) {
-  if (p) cudaFreeHost(p);
+  if (!p) return;
+  if (emu::enabled()) return ::operator delete(p);
+  CORAL_CUDA(cudaFreeHost(p));
 }
+
 void copy_async(void* dst, const void* src, size_t bytes, void* stream) {
   if (!bytes) return;
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)), "cudaMemcpyAsync");
+  if (emu::enabled()) {
+    emu::stream_sync(stream);  // stream order: after the calls queued before it
+    std::memmove(dst, src, bytes);
+    return;
+  }
+  CORAL_CUDA(check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
+                   "cudaMemcpyAsync"));
+  (void)dst, (void)src, (void)stream;
 }
 
 IpcHandle ipc_export(void* dev) {
+  if (emu::enabled()) return emu::ipc_export(dev);
+  IpcHandle out{};
+#if CORAL_HAVE_CUDA
   cudaIpcMemHandle_t h;
   check(cudaIpcGetMemHandle(&h, dev), "cudaIpcGetMemHandle");
-  IpcHandle out;
   static_assert(sizeof h == sizeof out);
   std::memcpy(out.data(), &h, sizeof h);
+#else
+  unavailable();
+#endif
   return out;
 }
+
 void* ipc_open(const IpcHandle& in) {
+  if (emu::enabled()) return emu::ipc_open(in);
+  void* p = nullptr;
+#if CORAL_HAVE_CUDA
   cudaIpcMemHandle_t h;
   std::memcpy(&h, in.data(), sizeof h);
-  void* p = nullptr;
   check(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+#else
+  unavailable();
+#endif
   return p;
 }
+
 void ipc_close(void* p) {
-  if (p) cudaIpcCloseMemHandle(p);
+  if (!p) return;
+  if (emu::enabled()) return emu::ipc_close(p);
+  CORAL_CUDA(cudaIpcCloseMemHandle(p));
 }
-
-#else  // no CUDA in this build
-
-namespace {
-[[noreturn]] void unavailable() { fail(coralUnhandledCudaError, "this build of Coral has no CUDA support (built without nvcc)"); }
-}  // namespace
-
-void check(int err, const char* what) {
-  if (err) fail(coralUnhandledCudaError, fmt::format("{} failed: error {}", what, err));
-}
-bool built() { return false; }
-bool usable() { return false; }
-std::string why_not() { return "this build of Coral has no CUDA support (built without nvcc)"; }
-int device_of(const void*) { return -1; }
-int current_device() { unavailable(); }
-int device_count() { return 0; }
-void set_device(int) { unavailable(); }
-Stream::Stream() { unavailable(); }
-Stream::~Stream() = default;
-void Stream::sync_raw(void*) {}
-Event::Event() { unavailable(); }
-Event::~Event() = default;
-void Event::record(void*) {}
-void Event::sync() {}
-HostFlag::HostFlag() { unavailable(); }
-HostFlag::~HostFlag() = default;
-void HostFlag::stream_wait_geq(void*, uint64_t) {}
-void HostFlag::set(uint64_t) {}
-void* alloc_device(size_t) { unavailable(); }
-void free_device(void*) {}
-void* alloc_pinned(size_t) { unavailable(); }
-void free_pinned(void*) {}
-void copy_async(void*, const void*, size_t, void*) { unavailable(); }
-IpcHandle ipc_export(void*) { unavailable(); }
-void* ipc_open(const IpcHandle&) { unavailable(); }
-void ipc_close(void*) {}
-
-#endif
 
 }  // namespace coral::gpu

@@ -1,9 +1,9 @@
-// Run under coral-run on a GPU machine: every collective case of mp_check, on device buffers
-// and a stream (cuda_ipc between ranks of one host, several ranks per GPU allowed), exact checks;
-// then stream ordering (calls queued back to back, one synchronise) and point-to-point.
-// Exits 77 (skip) without a usable GPU.
+// Run under coral-run: every collective case of mp_check, on device buffers and a stream
+// (cuda_ipc between ranks of one host, several ranks per GPU allowed), exact checks; then stream
+// ordering (calls queued back to back, one synchronise) and point-to-point. Memory and streams go
+// through Coral's gpu runtime wrapper, so the same program runs on a GPU and, with
+// CORAL_GPU_EMULATE=1, on the stand-in GPU of machines without one. Exits 77 without either.
 #include <coral/coral.h>
-#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,17 +13,20 @@
 #include <vector>
 
 #include "common/checks.h"
-
-#define CUDA_OK(call)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+#include "core/error.h"
+#include "gpu/runtime.h"
 
 namespace {
+
+namespace gpu = coral::gpu;
+
+// Blocking copies for the test's own staging (any direction).
+void copy(void* dst, const void* src, size_t bytes, void* stream) {
+  gpu::copy_async(dst, src, bytes, stream);
+  gpu::Stream::sync_raw(stream);
+}
+
+char* dev_alloc(size_t bytes) { return static_cast<char*>(gpu::alloc_device(bytes)); }
 
 size_t elems(checks::Coll c, size_t n, int p, bool send) {
   if (c == checks::Coll::ReduceScatter && send) return n * p;
@@ -33,7 +36,7 @@ size_t elems(checks::Coll c, size_t n, int p, bool send) {
 
 // Mirrors the host buffers of a case on the GPU (keeping in-place aliasing), runs the call on
 // stream, and copies the results back. One guard byte past a separate recvbuff catches overruns.
-coralResult_t run_on_device(coralComm_t comm, cudaStream_t stream, int p, checks::Coll c, const void* s, void* r,
+coralResult_t run_on_device(coralComm_t comm, void* stream, int p, checks::Coll c, const void* s, void* r,
                             size_t n, coralDataType_t t, coralRedOp_t op, int root) {
   const size_t es = exact::size_of(t);
   const auto* sb = static_cast<const char*>(s);
@@ -44,15 +47,15 @@ coralResult_t run_on_device(coralComm_t comm, cudaStream_t stream, int p, checks
   const char* hi = overlap ? std::max<const char*>(sb + sbytes, rb + rbytes) : nullptr;
   char *dev_s = nullptr, *dev_r = nullptr, *block = nullptr;
   if (overlap) {
-    CUDA_OK(cudaMalloc(&block, hi - lo + 1));
-    CUDA_OK(cudaMemcpy(block, lo, hi - lo, cudaMemcpyHostToDevice));
+    block = dev_alloc(hi - lo + 1);
+    copy(block, lo, hi - lo, stream);
     dev_s = block + (sb - lo);
     dev_r = block + (rb - lo);
   } else {
-    CUDA_OK(cudaMalloc(&dev_s, sbytes + 1));
-    CUDA_OK(cudaMalloc(&dev_r, rbytes + 1));
-    if (sb) CUDA_OK(cudaMemcpy(dev_s, sb, sbytes, cudaMemcpyHostToDevice));
-    if (rb) CUDA_OK(cudaMemcpy(dev_r, rb, rbytes + 1, cudaMemcpyHostToDevice));
+    dev_s = dev_alloc(sbytes + 1);
+    dev_r = dev_alloc(rbytes + 1);
+    if (sb) copy(dev_s, sb, sbytes, stream);
+    if (rb) copy(dev_r, rb, rbytes + 1, stream);
   }
   coralResult_t rc = coralInternalError;
   switch (c) {
@@ -62,16 +65,16 @@ coralResult_t run_on_device(coralComm_t comm, cudaStream_t stream, int p, checks
     case checks::Coll::Broadcast: rc = coralBroadcast(dev_s, dev_r, n, t, root, comm, stream); break;
     case checks::Coll::Reduce: rc = coralReduce(dev_s, dev_r, n, t, op, root, comm, stream); break;
   }
-  CUDA_OK(cudaStreamSynchronize(stream));
+  gpu::Stream::sync_raw(stream);
   coralResult_t async = coralSuccess;
   coralCommGetAsyncError(comm, &async);
   if (rc == coralSuccess) rc = async;
-  if (rb) CUDA_OK(cudaMemcpy(rb, dev_r, overlap ? rbytes : rbytes + 1, cudaMemcpyDeviceToHost));
+  if (rb) copy(rb, dev_r, overlap ? rbytes : rbytes + 1, stream);
   if (overlap) {
-    cudaFree(block);
+    gpu::free_device(block);
   } else {
-    cudaFree(dev_s);
-    cudaFree(dev_r);
+    gpu::free_device(dev_s);
+    gpu::free_device(dev_r);
   }
   return rc;
 }
@@ -81,17 +84,15 @@ int fail(const char* what, coralComm_t comm) {
   return 1;
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::fprintf(stderr, "SKIP: no usable GPU\n");
+int run(int argc, char** argv) {
+  if (!gpu::usable()) {
+    std::fprintf(stderr, "SKIP: no usable GPU (%s); CORAL_GPU_EMULATE=1 runs a stand-in\n", gpu::why_not().c_str());
     return 77;
   }
   if (argc > 1 && std::string(argv[1]) == "--probe") return 0;
   const char* lr = std::getenv("CORAL_LOCAL_RANK");
-  CUDA_OK(cudaSetDevice((lr ? std::atoi(lr) : 0) % ndev));
+  gpu::set_device((lr ? std::atoi(lr) : 0) % gpu::device_count());
   coralComm_t comm;
   if (coralCommInitEnv(&comm) != coralSuccess) {
     std::fprintf(stderr, "init failed: %s\n", coralGetLastError(nullptr));
@@ -100,8 +101,8 @@ int main(int argc, char** argv) {
   int rank, p;
   coralCommUserRank(comm, &rank);
   coralCommCount(comm, &p);
-  cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  gpu::Stream owned;
+  void* stream = owned.get();
   checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
                            int root) { return run_on_device(comm, stream, p, c, s, r, n, t, op, root); };
   const char* q = std::getenv("MP_DEVICE_QUICK");
@@ -117,23 +118,21 @@ int main(int argc, char** argv) {
   // multiplies by p, so a call that ran before its predecessor finished shows.
   const size_t n = (size_t{3} << 20) + 5;  // several cuda_ipc slots
   std::vector<float> host(n, 1.0f + rank);
-  float* d;
-  CUDA_OK(cudaMalloc(&d, n * sizeof(float)));
-  CUDA_OK(cudaMemcpyAsync(d, host.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  char* d = dev_alloc(n * sizeof(float));
+  gpu::copy_async(d, host.data(), n * sizeof(float), stream);
   for (int k = 0; k < 3; ++k)
     if (coralAllReduce(d, d, n, coralFloat32, coralSum, comm, stream) != coralSuccess) return fail("queued all-reduce", comm);
-  CUDA_OK(cudaMemcpyAsync(host.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CUDA_OK(cudaStreamSynchronize(stream));
+  gpu::copy_async(host.data(), d, n * sizeof(float), stream);
+  gpu::Stream::sync_raw(stream);
   const float expect = static_cast<float>(p * (p + 1) / 2) * p * p;
   for (size_t i = 0; i < n; i += 4099)
     if (host[i] != expect) return fail("queued all-reduces out of order", comm);
   // Ring of device-buffer sends.
   if (p > 1) {
-    int32_t *out, *in;
-    CUDA_OK(cudaMalloc(&out, 1001 * sizeof(int32_t)));
-    CUDA_OK(cudaMalloc(&in, 1001 * sizeof(int32_t)));
+    char* out = dev_alloc(1001 * sizeof(int32_t));
+    char* in = dev_alloc(1001 * sizeof(int32_t));
     std::vector<int32_t> v(1001, rank);
-    CUDA_OK(cudaMemcpy(out, v.data(), v.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    copy(out, v.data(), v.size() * sizeof(int32_t), stream);
     int next = (rank + 1) % p, prev = (rank + p - 1) % p;
     coralResult_t a, b;
     if (rank % 2 == 0) {
@@ -143,18 +142,27 @@ int main(int argc, char** argv) {
       b = coralRecv(in, 1001, coralInt32, prev, comm, stream);
       a = coralSend(out, 1001, coralInt32, next, comm, stream);
     }
-    CUDA_OK(cudaStreamSynchronize(stream));
-    CUDA_OK(cudaMemcpy(v.data(), in, v.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    copy(v.data(), in, v.size() * sizeof(int32_t), stream);
     if (a || b || v[1000] != prev) return fail("device send/recv", comm);
-    cudaFree(out);
-    cudaFree(in);
+    gpu::free_device(out);
+    gpu::free_device(in);
   }
   coralResult_t async = coralSuccess;
   coralCommGetAsyncError(comm, &async);
   if (async != coralSuccess) return fail("async error", comm);
-  cudaFree(d);
-  cudaStreamDestroy(stream);
+  gpu::free_device(d);
   coralCommDestroy(comm);
   std::printf("rank %d: %d device collective cases passed\n", rank, cases);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const coral::Error& e) {
+    std::fprintf(stderr, "FAIL %s\n", e.what());
+    return 1;
+  }
 }

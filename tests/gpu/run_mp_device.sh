@@ -1,11 +1,11 @@
 #!/bin/bash
-# mp_device on 2, 4 and 8 ranks of one host (all on GPU 0 when there is one GPU: cuda_ipc between
-# processes sharing it), then 2 ranks posing as two hosts, which stages through pinned memory.
-# Usage: run_mp_device.sh CORAL_RUN MP_DEVICE
+# mp_device on 2, 4 and 8 ranks of one host (MP_DEVICE_RANKS; all on GPU 0 when there is one GPU:
+# cuda_ipc between processes sharing it), then 2 ranks posing as two hosts, which stages through
+# pinned memory. Usage: run_mp_device.sh CORAL_RUN MP_DEVICE
 set -uo pipefail
 run=$1 prog=$2
-"$prog" --probe 2>/dev/null; [ $? -eq 77 ] && { echo "SKIP: no usable GPU"; exit 77; }
-for n in 2 4 8; do
+"$prog" --probe; [ $? -eq 77 ] && exit 77
+for n in ${MP_DEVICE_RANKS:-2 4 8}; do
   echo "== $n ranks, cuda_ipc"
   MP_DEVICE_QUICK=${MP_DEVICE_QUICK:-$([ $n -gt 2 ] && echo 1)} timeout 600 "$run" -n $n "$prog" || exit 1
 done

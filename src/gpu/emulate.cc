@@ -1,0 +1,136 @@
+#include "gpu/emulate.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "core/error.h"
+
+namespace coral::gpu::emu {
+
+namespace {
+
+struct Mapping {
+  size_t bytes;
+  std::string name;  // empty for mappings opened from a peer's handle
+};
+
+struct EmuStream {
+  std::vector<std::pair<const volatile uint64_t*, uint64_t>> waits;
+};
+
+std::mutex mu;
+std::map<uintptr_t, Mapping>& maps() {
+  static std::map<uintptr_t, Mapping> m;
+  return m;
+}
+EmuStream& default_stream() {
+  static EmuStream s;
+  return s;
+}
+
+void* map_shared(const std::string& name, size_t bytes, bool create) {
+  int fd = shm_open(name.c_str(), create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
+  if (fd < 0) fail_errno("emulated GPU memory: shm_open " + name, errno);
+  if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    int e = errno;
+    close(fd);
+    fail_errno("emulated GPU memory: ftruncate", e);
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) fail_errno("emulated GPU memory: mmap", errno);
+  return p;
+}
+
+}  // namespace
+
+bool enabled() {
+  static const bool on = config::get_int("CORAL_GPU_EMULATE") != 0;
+  return on;
+}
+
+int device_of(const void* p) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto a = reinterpret_cast<uintptr_t>(p);
+  auto it = maps().upper_bound(a);
+  if (it == maps().begin()) return -1;
+  --it;
+  return a < it->first + it->second.bytes ? 0 : -1;
+}
+
+void* alloc(size_t bytes) {
+  static std::atomic<unsigned> counter{0};
+  bytes = bytes ? bytes : 1;
+  std::string name = "/coral-emu-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  void* p = map_shared(name, bytes, true);
+  std::lock_guard<std::mutex> lock(mu);
+  maps()[reinterpret_cast<uintptr_t>(p)] = {bytes, name};
+  return p;
+}
+
+void free(void* p) {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = maps().find(reinterpret_cast<uintptr_t>(p));
+  if (it == maps().end()) return;
+  munmap(p, it->second.bytes);
+  if (!it->second.name.empty()) shm_unlink(it->second.name.c_str());
+  maps().erase(it);
+}
+
+void* stream_create() { return new EmuStream; }
+void stream_destroy(void* s) { delete static_cast<EmuStream*>(s); }
+
+void stream_wait(void* s, const volatile uint64_t* flag, uint64_t value) {
+  EmuStream& st = s ? *static_cast<EmuStream*>(s) : default_stream();
+  std::lock_guard<std::mutex> lock(mu);
+  st.waits.emplace_back(flag, value);
+}
+
+void stream_sync(void* s) {
+  EmuStream& st = s ? *static_cast<EmuStream*>(s) : default_stream();
+  std::vector<std::pair<const volatile uint64_t*, uint64_t>> waits;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    waits.swap(st.waits);
+  }
+  for (auto& [flag, v] : waits)
+    while (__atomic_load_n(const_cast<const uint64_t*>(flag), __ATOMIC_ACQUIRE) < v)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+IpcHandle ipc_export(void* p) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = maps().find(reinterpret_cast<uintptr_t>(p));
+  if (it == maps().end() || it->second.name.size() > 48)
+    fail(coralUnhandledCudaError, "emulated cudaIpcGetMemHandle: not the base of an allocation");
+  IpcHandle h{};
+  uint64_t bytes = it->second.bytes;
+  std::memcpy(h.data(), &bytes, 8);
+  std::memcpy(h.data() + 8, it->second.name.data(), it->second.name.size());
+  return h;
+}
+
+void* ipc_open(const IpcHandle& h) {
+  uint64_t bytes;
+  std::memcpy(&bytes, h.data(), 8);
+  std::string name(reinterpret_cast<const char*>(h.data()) + 8, strnlen(reinterpret_cast<const char*>(h.data()) + 8, 56));
+  void* p = map_shared(name, bytes, false);
+  std::lock_guard<std::mutex> lock(mu);
+  maps()[reinterpret_cast<uintptr_t>(p)] = {bytes, ""};
+  return p;
+}
+
+void ipc_close(void* p) { free(p); }
+
+}  // namespace coral::gpu::emu
