@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/copy.h"
@@ -157,8 +158,47 @@ struct Runner {
     }
   }
 
+  // Device memory: a run of recv_reduce steps folding messages from distinct peers into one
+  // destination (the one-shot and two-shot reductions) becomes one multi-source kernel instead of
+  // one launch and one fence per peer. Returns the steps consumed (0: no run here). Holding one
+  // message from each of those peers at once is safe: each is the peer's only message in flight
+  // that we hold, and every link allows kMinInFlight.
+  size_t fuse(const std::vector<sched::Step>& steps, size_t i) {
+    if constexpr (!std::is_same_v<Mem, DeviceMem>) {
+      return 0;
+    } else {
+      const sched::Step& first = steps[i];
+      if (first.kind != sched::OpKind::RecvReduce || first.count == 0) return 0;
+      size_t j = i + 1;
+      std::vector<int> peers{first.peer};
+      while (j < steps.size() && static_cast<int>(peers.size()) < MemOps::kMaxSources - 1) {
+        const sched::Step& st = steps[j];
+        if (st.kind != sched::OpKind::RecvReduce || st.count != first.count || st.dst.buf != first.dst.buf ||
+            st.dst.off != first.dst.off || st.src.buf != first.dst.buf || st.src.off != first.dst.off ||
+            std::find(peers.begin(), peers.end(), st.peer) != peers.end())
+          break;
+        peers.push_back(st.peer);
+        ++j;
+      }
+      if (peers.size() < 2) return 0;
+      const void* srcs[MemOps::kMaxSources];
+      srcs[0] = ptr(first.src);
+      for (size_t k = 0; k < peers.size(); ++k) srcs[k + 1] = receive(peers[k], first.count * es).data;
+      mem.m.reduce_many(ptr(first.dst), srcs, static_cast<int>(peers.size()) + 1, first.count);
+      mem.fence();
+      for (int q : peers) link(q).recv_release();
+      return j - i;
+    }
+  }
+
   void run_all(const sched::Schedule& s) {
-    for (const sched::Step& st : s.steps) run(st);
+    for (size_t i = 0; i < s.steps.size();) {
+      if (size_t n = fuse(s.steps, i)) {
+        i += n;
+        continue;
+      }
+      run(s.steps[i++]);
+    }
     mem.fence();
     for (transport::Link* l : flush) l->flush(*x.monitor);
   }

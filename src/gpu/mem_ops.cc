@@ -42,6 +42,29 @@ void CudaMemOps::reduce(void* dst, void* dst2, const void* a, const void* b, siz
 #endif
 }
 
+void CudaMemOps::reduce_many(void* dst, const void* const* srcs, int k, size_t n) {
+  if (!n) return;
+  if (emu::enabled()) {
+    const kernels::ReduceFn f = kernels::active().reduce[dtype_][op_];
+    f(dst, srcs[0], srcs[1], n);
+    for (int i = 2; i < k; ++i) f(dst, dst, srcs[i], n);
+    return;
+  }
+#if CORAL_HAVE_CUDA
+  kernels::cuda::ReduceArgs r;
+  for (int i = 0; i < k; ++i) r.src[i] = srcs[i];
+  r.nsrc = k;
+  r.dst[0] = dst;
+  r.ndst = 1;
+  r.n = n;
+  check(kernels::cuda::reduce(dtype_, op_, r, stream_), "reduction kernel launch");
+  pending_ = true;
+#else
+  (void)dst, (void)srcs, (void)k;
+  check(1, "reduction kernel (no CUDA in this build)");
+#endif
+}
+
 void CudaMemOps::scale(void* dst, size_t n, int divisor) {
   if (!n) return;
   if (emu::enabled()) {

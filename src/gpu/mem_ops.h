@@ -12,6 +12,7 @@ class CudaMemOps : public MemOps {
   CudaMemOps(void* stream, coralDataType_t dtype, coralRedOp_t op) : stream_(stream), dtype_(dtype), op_(op) {}
   void copy(void* dst, const void* src, size_t bytes) override;
   void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n) override;
+  void reduce_many(void* dst, const void* const* srcs, int k, size_t n) override;
   void scale(void* dst, size_t n, int divisor) override;
   void fence() override;
 
