@@ -93,7 +93,10 @@ CORAL_API coralResult_t coralCommCount(const coralComm_t comm, int* count);
 CORAL_API coralResult_t coralCommUserRank(const coralComm_t comm, int* rank);
 CORAL_API coralResult_t coralCommGetAsyncError(coralComm_t comm, coralResult_t* asyncError);
 
-/* Collectives. stream == NULL: host buffers, the call returns once the operation is complete. */
+/* Collectives. Host buffers with stream == NULL: the call returns once the operation is complete.
+ * Device buffers (or any non-NULL stream, a cudaStream_t): stream-ordered as in NCCL, the call
+ * returns at once and the stream's later work waits for the result; failures surface through
+ * coralCommGetAsyncError. A stream where CUDA is unusable gives coralUnhandledCudaError. */
 CORAL_API coralResult_t coralAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        coralDataType_t datatype, coralRedOp_t op, coralComm_t comm,
                                        void* stream);

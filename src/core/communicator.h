@@ -70,7 +70,7 @@ class Communicator {
   // work is done, and the stream's later work waits for it. device: the buffers are on the GPU.
   void run_on_stream(Call call, void* stream, bool device);
   // The GPU the communicator's device calls use, -1 before the first one.
-  int gpu_device() const;
+  int gpu_device();
   // Returns the algorithm the tuner would use (for tools and tests).
   sched::Algo choose(const sched::CollArgs& args) const;
   // Name of the transport that carries traffic to peer ("self" for this rank).

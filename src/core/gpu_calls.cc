@@ -17,8 +17,8 @@
 
 namespace coral {
 
-int Communicator::gpu_device() const {
-  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(queue_mu_));
+int Communicator::gpu_device() {
+  std::lock_guard<std::mutex> lock(queue_mu_);
   return gpu_ ? gpu_->device : -1;
 }
 

@@ -219,7 +219,8 @@ HostFlag::~HostFlag() {
     delete const_cast<uint64_t*>(host_);
     return;
   }
-  CORAL_CUDA(cudaFreeHost(const_cast<uint64_t*>(host_)));
+  // A stream may still be polling the word: let the device finish before the memory goes.
+  CORAL_CUDA((cudaDeviceSynchronize(), cudaFreeHost(const_cast<uint64_t*>(host_))));
 }
 
 void HostFlag::stream_wait_geq(void* stream, uint64_t value) {
