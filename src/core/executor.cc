@@ -31,8 +31,12 @@ namespace {
 struct HostMem {
   coralDataType_t dtype;
   kernels::ReduceFn fn;
-  void to_slot(void* dst, const void* src, size_t bytes) { kernels::copy_streaming(dst, src, bytes); }
-  void from_slot(void* dst, const void* src, size_t bytes) { kernels::copy_streaming(dst, src, bytes); }
+  void to_slot(void* dst, const void* src, size_t bytes) {
+    if (bytes) kernels::copy_streaming(dst, src, bytes);  // empty messages may come from NULL buffers
+  }
+  void from_slot(void* dst, const void* src, size_t bytes) {
+    if (bytes) kernels::copy_streaming(dst, src, bytes);
+  }
   void copy(void* dst, const void* src, size_t bytes) {
     if (dst != src && bytes) std::memmove(dst, src, bytes);
   }
