@@ -9,7 +9,7 @@ namespace coral::sched {
 struct TuneParams {
   Algo forced = Algo::Auto;  // CORAL_ALGO as one name
   std::vector<SizeRule> rules;  // CORAL_ALGO as size ranges (they win over `forced`)
-  size_t small_bytes = 2048;  // CORAL_SMALL_BYTES: latency path up to here
+  size_t small_bytes = 4096;  // CORAL_SMALL_BYTES: latency path up to here
   size_t mid_bytes = 1 << 20;  // log-latency algorithms (rhd, trees) up to here
   int oneshot_max_ranks = 8;   // one-shot's P-1 messages per rank only pay off for few ranks
   bool single_host = false;    // every rank shares memory with every other

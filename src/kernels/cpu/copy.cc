@@ -13,7 +13,9 @@ void copy_streaming(void* dst, const void* src, size_t bytes) {
 #if defined(__x86_64__)
   auto* d = static_cast<char*>(dst);
   auto* s = static_cast<const char*>(src);
-  if (bytes < 4096) {
+  // Below 64 KiB the reader is about to use the data while it is still in the shared cache: plain
+  // stores measured 1.3-2.5x faster than streaming ones for 4-32 KiB one-shot/two-shot messages.
+  if (bytes < 65536) {
     std::memcpy(d, s, bytes);
     return;
   }
