@@ -271,8 +271,15 @@ coralResult_t coralCommInitEnv(coralComm_t* comm) {
     *comm = nullptr;
     coral::LaunchEnv env = coral::read_launch_env();
     coral::Rendezvous rdv = coral::rendezvous_from_env(env, timeout_s());
+    // The rendezvous file goes whether or not the communicator comes up: a failed start must not
+    // leave it in /dev/shm.
+    struct Unlink {
+      const std::string& path;
+      ~Unlink() {
+        if (!path.empty()) unlink(path.c_str());
+      }
+    } unlink_file{rdv.cleanup_file};
     auto impl = std::make_unique<coral::Communicator>(rdv.store, next_prefix(rdv.job_key, env.rank), env.rank, env.size);
-    if (!rdv.cleanup_file.empty()) unlink(rdv.cleanup_file.c_str());
     *comm = new coralComm{std::move(impl)};
   });
 }
