@@ -4,6 +4,7 @@
 #include <coral/coral.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -36,6 +37,18 @@ inline std::string describe(const Case& c) {
 }
 
 // Runs one case on this rank; returns "" or what went wrong.
+// coralCommInitEnv with rank and size; nullptr, after saying why on stderr, when it fails.
+inline coralComm_t init_from_env(int* rank, int* size) {
+  coralComm_t comm;
+  if (coralCommInitEnv(&comm) != coralSuccess) {
+    std::fprintf(stderr, "init failed: %s\n", coralGetLastError(nullptr));
+    return nullptr;
+  }
+  coralCommUserRank(comm, rank);
+  coralCommCount(comm, size);
+  return comm;
+}
+
 inline std::string run_case(const Runner& run, int rank, int p, const Case& c) {
   const size_t es = size_of(c.t), n = c.count;
   const bool scatter = c.coll == Coll::ReduceScatter, gather = c.coll == Coll::AllGather;

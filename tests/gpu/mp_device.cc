@@ -93,14 +93,9 @@ int run(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--probe") return 0;
   const char* lr = std::getenv("CORAL_LOCAL_RANK");
   gpu::set_device((lr ? std::atoi(lr) : 0) % gpu::device_count());
-  coralComm_t comm;
-  if (coralCommInitEnv(&comm) != coralSuccess) {
-    std::fprintf(stderr, "init failed: %s\n", coralGetLastError(nullptr));
-    return 2;
-  }
   int rank, p;
-  coralCommUserRank(comm, &rank);
-  coralCommCount(comm, &p);
+  coralComm_t comm = checks::init_from_env(&rank, &p);
+  if (!comm) return 2;
   gpu::Stream owned;
   void* stream = owned.get();
   checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,

@@ -46,14 +46,9 @@ static void poke_store() {
 
 int main() {
   poke_store();
-  coralComm_t comm;
-  if (coralCommInitEnv(&comm) != coralSuccess) {
-    std::fprintf(stderr, "init failed: %s\n", coralGetLastError(nullptr));
-    return 2;
-  }
   int rank, p;
-  coralCommUserRank(comm, &rank);
-  coralCommCount(comm, &p);
+  coralComm_t comm = checks::init_from_env(&rank, &p);
+  if (!comm) return 2;
   checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
     switch (c) {
       case checks::Coll::AllReduce: return coralAllReduce(s, r, n, t, op, comm, nullptr);

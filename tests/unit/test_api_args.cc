@@ -6,15 +6,9 @@
 #include <coral/coral.h>
 #include <coral/coral.hpp>
 
-namespace {
+#include "common/one_rank.h"
 
-coralComm_t one_rank_comm() {
-  coralUniqueId id;
-  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
-  coralComm_t comm = nullptr;
-  REQUIRE(coralCommInitRank(&comm, 1, id, 0) == coralSuccess);
-  return comm;
-}
+namespace {
 
 void expect_invalid(coralResult_t rc, coralComm_t comm, const char* needle) {
   CHECK(rc == coralInvalidArgument);

@@ -1,6 +1,8 @@
 // What of the GPU path runs without a GPU: the no-CUDA behaviour of the C API, the kernels'
 // vector plan, and the cuda_ipc exchange record. tests/gpu/ holds the checks that need a GPU.
 #include <catch2/catch.hpp>
+
+#include "common/one_rank.h"
 #include <coral/coral.h>
 
 #include <cstdint>
@@ -15,14 +17,6 @@ using coral::kernels::cuda::plan_vectors;
 using coral::kernels::cuda::VecPlan;
 
 namespace {
-
-coralComm_t one_rank_comm() {
-  coralUniqueId id;
-  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
-  coralComm_t comm = nullptr;
-  REQUIRE(coralCommInitRank(&comm, 1, id, 0) == coralSuccess);
-  return comm;
-}
 
 VecPlan plan(std::initializer_list<uintptr_t> addrs, size_t es, size_t n) {
   const void* p[8];
