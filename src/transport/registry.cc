@@ -51,6 +51,10 @@ std::vector<Transport*> registry() {
     if (!hit) {
       std::string known;
       for (Transport* t : all) known += std::string(known.empty() ? "" : ", ") + t->name();
+      if (name == "cuda_ipc")
+        fail(coralInvalidArgument, fmt::format("CORAL_TRANSPORT names 'cuda_ipc', which carries device buffers "
+                                               "only and is used for them on its own; CORAL_TRANSPORT chooses "
+                                               "among the host transports ({})", known));
       fail(coralInvalidArgument, fmt::format("CORAL_TRANSPORT names '{}', which this build does not have (it has: {})",
                                              name, known));
     }

@@ -1,17 +1,18 @@
 // What of the GPU path runs without a GPU: the no-CUDA behaviour of the C API, the kernels'
 // vector plan, and the cuda_ipc exchange record. tests/gpu/ holds the checks that need a GPU.
 #include <catch2/catch.hpp>
-
-#include "common/one_rank.h"
 #include <coral/coral.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
+#include "common/one_rank.h"
 #include "core/error.h"
 #include "gpu/runtime.h"
 #include "kernels/cuda/plan.h"
 #include "transport/cuda_ipc/memory.h"
+#include "transport/transport.h"
 
 using coral::kernels::cuda::plan_vectors;
 using coral::kernels::cuda::VecPlan;
@@ -126,4 +127,11 @@ TEST_CASE("the cuda_ipc record round-trips and names a bad one") {
       CHECK(std::string(e.what()).find("rank 5") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("CORAL_TRANSPORT=cuda_ipc says that cuda_ipc is for device buffers") {
+  setenv("CORAL_TRANSPORT", "cuda_ipc", 1);
+  CHECK_THROWS_WITH(coral::transport::registry(), Catch::Contains("device buffers") && Catch::Contains("tcp"));
+  unsetenv("CORAL_TRANSPORT");
+  CHECK(!coral::transport::registry().empty());
 }
