@@ -227,7 +227,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto lines = rank_lines(rank, nranks);
-  Bound bound = measure_bound(rank, nranks, o.max_bytes);
+  // The bound is measured over host links; device buffers travel by other means (cuda_ipc, staging).
+  Bound bound = o.device ? Bound{} : measure_bound(rank, nranks, o.max_bytes);
   if (rank == 0) print_header(o, nranks, lines, bound);
 
   std::vector<Row> rows;
@@ -268,7 +269,7 @@ int main(int argc, char** argv) {
         a.op = op;
         a.nranks = nranks;
         r.algo = coral::sched::algo_name(coral::unwrap(g_comm).choose(a));
-        r.chunk_bytes = coral::unwrap(g_comm).chunk_bytes();
+        r.chunk_bytes = o.device ? coral::unwrap(g_comm).device_chunk_bytes() : coral::unwrap(g_comm).chunk_bytes();
         r.bound_pct = bound.gbps > 0 ? 100.0 * r.oop.busbw / bound.gbps : 0;
         rows.push_back(r);
         if (rank == 0) print_row(o, r);

@@ -71,6 +71,8 @@ class Communicator {
   void run_on_stream(Call call, void* stream, bool device);
   // The GPU the communicator's device calls use, -1 before the first one.
   int gpu_device();
+  // Bytes per message of device-buffer calls on one host (cuda_ipc slots); 0 before the first.
+  size_t device_chunk_bytes();
   // Returns the algorithm the tuner would use (for tools and tests).
   sched::Algo choose(const sched::CollArgs& args) const;
   // Name of the transport that carries traffic to peer ("self" for this rank).

@@ -22,6 +22,12 @@ int Communicator::gpu_device() {
   return gpu_ ? gpu_->device : -1;
 }
 
+size_t Communicator::device_chunk_bytes() {
+  wait_idle();  // the links are made by the progress thread at the first device call
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return gpu_ && gpu_->connected ? gpu_->chunk_bytes : 0;
+}
+
 void Communicator::run_on_stream(Call call, void* stream, bool device) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);

@@ -33,6 +33,17 @@ csv=$("$run" -n 2 --no-prefix "$bench" "${quick[@]}" --csv) || fail "csv run"
 [ "$(echo "$csv" | head -1 | cut -d, -f1-5)" = "size,count,type,redop,root" ] || fail "CSV header: $csv"
 [ "$(echo "$csv" | wc -l)" -eq 7 ] || fail "CSV rows: $csv"
 
+# --device on the stand-in GPU: stream-ordered calls, every collective checked, in and out of place.
+for t in allreduce reducescatter allgather broadcast reduce; do
+  out=$(CORAL_GPU_EMULATE=1 "$run" -n 3 --no-prefix "$bench" --device -t $t -b 8 -e 1M -f 64 -n 2 -w 1 -d all 2>&1) ||
+    fail "--device -t $t: $out"
+  echo "$out" | grep -q "Buffers: GPU" || fail "--device header: $out"
+  echo "$out" | grep -q "Out of bounds values : 0 OK" || fail "--device -t $t results: $out"
+done
+# Without a GPU (or the stand-in), --device says why and exits 2.
+out=$("$run" -n 1 --no-prefix "$bench" --device 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q -- "--device: no usable GPU" || fail "--device without a GPU: rc $rc: $out"
+
 # Bad flags: a clear message naming the flag, exit 2, no hang.
 check_bad() {
   local want=$1; shift
