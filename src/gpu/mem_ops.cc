@@ -19,35 +19,19 @@ void CudaMemOps::copy(void* dst, const void* src, size_t bytes) {
 }
 
 void CudaMemOps::reduce(void* dst, void* dst2, const void* a, const void* b, size_t n) {
-  if (!n) return;
-  if (emu::enabled()) {
-    kernels::active().reduce[dtype_][op_](dst, a, b, n);
-    if (dst2) std::memcpy(dst2, dst, n * kernels::dtype_size(dtype_));
-    return;
-  }
-#if CORAL_HAVE_CUDA
-  kernels::cuda::ReduceArgs r;
-  r.src[0] = a;
-  r.src[1] = b;
-  r.nsrc = 2;
-  r.dst[0] = dst;
-  r.dst[1] = dst2;
-  r.ndst = dst2 ? 2 : 1;
-  r.n = n;
-  check(kernels::cuda::reduce(dtype_, op_, r, stream_), "reduction kernel launch");
-  pending_ = true;
-#else
-  (void)dst2;
-  check(1, "reduction kernel (no CUDA in this build)");
-#endif
+  const void* srcs[2] = {a, b};
+  fold(dst, dst2, srcs, 2, n);
 }
 
-void CudaMemOps::reduce_many(void* dst, const void* const* srcs, int k, size_t n) {
+void CudaMemOps::reduce_many(void* dst, const void* const* srcs, int k, size_t n) { fold(dst, nullptr, srcs, k, n); }
+
+void CudaMemOps::fold(void* dst, void* dst2, const void* const* srcs, int k, size_t n) {
   if (!n) return;
   if (emu::enabled()) {
     const kernels::ReduceFn f = kernels::active().reduce[dtype_][op_];
     f(dst, srcs[0], srcs[1], n);
     for (int i = 2; i < k; ++i) f(dst, dst, srcs[i], n);
+    if (dst2) std::memcpy(dst2, dst, n * kernels::dtype_size(dtype_));
     return;
   }
 #if CORAL_HAVE_CUDA
@@ -55,12 +39,13 @@ void CudaMemOps::reduce_many(void* dst, const void* const* srcs, int k, size_t n
   for (int i = 0; i < k; ++i) r.src[i] = srcs[i];
   r.nsrc = k;
   r.dst[0] = dst;
-  r.ndst = 1;
+  r.dst[1] = dst2;
+  r.ndst = dst2 ? 2 : 1;
   r.n = n;
   check(kernels::cuda::reduce(dtype_, op_, r, stream_), "reduction kernel launch");
   pending_ = true;
 #else
-  (void)dst, (void)srcs, (void)k;
+  (void)dst, (void)dst2, (void)srcs, (void)k;
   check(1, "reduction kernel (no CUDA in this build)");
 #endif
 }

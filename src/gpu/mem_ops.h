@@ -17,6 +17,8 @@ class CudaMemOps : public MemOps {
   void fence() override;
 
  private:
+  // dst (and dst2) = srcs[0] (op) ... (op) srcs[k-1]: one kernel for every reduction step.
+  void fold(void* dst, void* dst2, const void* const* srcs, int k, size_t n);
   void* stream_;
   coralDataType_t dtype_;
   coralRedOp_t op_;
