@@ -18,6 +18,7 @@ class GrowBuffer {
     if (bytes > size_) {
       Free(p_);
       p_ = nullptr;
+      size_ = 0;  // consistent if Alloc throws
       p_ = Alloc(bytes);
       size_ = bytes;
     }
