@@ -12,9 +12,12 @@
 
 #include "kernels/cuda/kernels.h"
 #define CORAL_CUDA(real) real
+#define CORAL_CUDA_RELEASE(real) real
 #else
-// Without CUDA every entry point that needs a GPU fails with a clear message.
+// Without CUDA every entry point that needs a GPU fails with a clear message; releases (called
+// from destructors, never with anything to release) do nothing.
 #define CORAL_CUDA(real) unavailable()
+#define CORAL_CUDA_RELEASE(real) ((void)0)
 #endif
 
 namespace coral::gpu {
@@ -162,7 +165,7 @@ Stream::~Stream() {
     emu::stream_destroy(s_);
     return;
   }
-  CORAL_CUDA(cudaStreamDestroy(static_cast<cudaStream_t>(s_)));
+  CORAL_CUDA_RELEASE(cudaStreamDestroy(static_cast<cudaStream_t>(s_)));
 }
 
 void Stream::sync_raw(void* s) {
@@ -184,7 +187,7 @@ Event::Event() {
 }
 
 Event::~Event() {
-  if (e_) CORAL_CUDA(cudaEventDestroy(static_cast<cudaEvent_t>(e_)));
+  if (e_) CORAL_CUDA_RELEASE(cudaEventDestroy(static_cast<cudaEvent_t>(e_)));
 }
 
 void Event::record(void* stream) {
@@ -220,7 +223,7 @@ HostFlag::~HostFlag() {
     return;
   }
   // A stream may still be polling the word: let the device finish before the memory goes.
-  CORAL_CUDA((cudaDeviceSynchronize(), cudaFreeHost(const_cast<uint64_t*>(host_))));
+  CORAL_CUDA_RELEASE((cudaDeviceSynchronize(), cudaFreeHost(const_cast<uint64_t*>(host_))));
 }
 
 void HostFlag::stream_wait_geq(void* stream, uint64_t value) {
@@ -250,7 +253,7 @@ void* alloc_device(size_t bytes) {
 void free_device(void* p) {
   if (!p) return;
   if (emu::enabled()) return emu::free(p);
-  CORAL_CUDA(cudaFree(p));
+  CORAL_CUDA_RELEASE(cudaFree(p));
 }
 
 void* alloc_pinned(size_t bytes) {
@@ -264,7 +267,7 @@ void* alloc_pinned(size_t bytes) {
 void free_pinned(void* p) {
   if (!p) return;
   if (emu::enabled()) return ::operator delete(p);
-  CORAL_CUDA(cudaFreeHost(p));
+  CORAL_CUDA_RELEASE(cudaFreeHost(p));
 }
 
 void copy_async(void* dst, const void* src, size_t bytes, void* stream) {
@@ -309,7 +312,7 @@ void* ipc_open(const IpcHandle& in) {
 void ipc_close(void* p) {
   if (!p) return;
   if (emu::enabled()) return emu::ipc_close(p);
-  CORAL_CUDA(cudaIpcCloseMemHandle(p));
+  CORAL_CUDA_RELEASE(cudaIpcCloseMemHandle(p));
 }
 
 }  // namespace coral::gpu
