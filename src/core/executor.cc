@@ -173,25 +173,30 @@ struct Runner {
     } else {
       const sched::Step& first = steps[i];
       if (first.kind != sched::OpKind::RecvReduce || first.count == 0) return 0;
+      // The run is steps[i, j): same destination and size, each from a peer not yet in it.
+      auto in_run = [&](size_t j, int peer) {
+        for (size_t k = i; k < j; ++k)
+          if (steps[k].peer == peer) return true;
+        return false;
+      };
       size_t j = i + 1;
-      std::vector<int> peers{first.peer};
-      while (j < steps.size() && static_cast<int>(peers.size()) < MemOps::kMaxSources - 1) {
+      while (j < steps.size() && j - i < MemOps::kMaxSources - 1) {
         const sched::Step& st = steps[j];
         if (st.kind != sched::OpKind::RecvReduce || st.count != first.count || st.dst.buf != first.dst.buf ||
             st.dst.off != first.dst.off || st.src.buf != first.dst.buf || st.src.off != first.dst.off ||
-            std::find(peers.begin(), peers.end(), st.peer) != peers.end())
+            in_run(j, st.peer))
           break;
-        peers.push_back(st.peer);
         ++j;
       }
-      if (peers.size() < 2) return 0;
+      const size_t n = j - i;
+      if (n < 2) return 0;
       const void* srcs[MemOps::kMaxSources];
       srcs[0] = ptr(first.src);
-      for (size_t k = 0; k < peers.size(); ++k) srcs[k + 1] = receive(peers[k], first.count * es).data;
-      mem.m.reduce_many(ptr(first.dst), srcs, static_cast<int>(peers.size()) + 1, first.count);
+      for (size_t k = 0; k < n; ++k) srcs[k + 1] = receive(steps[i + k].peer, first.count * es).data;
+      mem.m.reduce_many(ptr(first.dst), srcs, static_cast<int>(n) + 1, first.count);
       mem.fence();
-      for (int q : peers) link(q).recv_release();
-      return j - i;
+      for (size_t k = 0; k < n; ++k) link(steps[i + k].peer).recv_release();
+      return n;
     }
   }
 
