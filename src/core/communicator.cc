@@ -232,12 +232,13 @@ const sched::Schedule& Communicator::schedule_for(const sched::CollArgs& a, sche
   return *last_;
 }
 
+void Communicator::check_usable() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  if (failed_ != coralSuccess) fail(failed_, "communicator is unusable after an earlier failure: " + failure_);
+}
+
 void Communicator::execute(Call& c, bool background, bool device) {
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    if (failed_ != coralSuccess)
-      fail(failed_, "communicator is unusable after an earlier failure: " + failure_);
-  }
+  check_usable();
   sched::CollArgs& a = c.args;
   a.rank = rank_;
   a.nranks = nranks_;

@@ -94,6 +94,8 @@ class Communicator {
   void connect_device_links();
   void staged(Call& call);
   void record_failure(coralResult_t code, const std::string& msg);
+  // Throws the earlier failure's code and reason once the communicator has failed.
+  void check_usable() const;
   const sched::Schedule& schedule_for(const sched::CollArgs& a, sched::Algo algo);
   void progress_loop();
   void probe_links();

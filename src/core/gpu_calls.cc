@@ -29,10 +29,7 @@ size_t Communicator::device_chunk_bytes() {
 }
 
 void Communicator::run_on_stream(Call call, void* stream, bool device) {
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    if (failed_ != coralSuccess) fail(failed_, "communicator is unusable after an earlier failure: " + failure_);
-  }
+  check_usable();
   const int dev = gpu::current_device();
   auto req = std::make_shared<Request>();
   req->call = call;
