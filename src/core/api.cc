@@ -94,6 +94,7 @@ void check_bytes(size_t count, coralDataType_t t, size_t factor) {
   if (count > static_cast<size_t>(PTRDIFF_MAX) / es / factor)
     fail(coralInvalidArgument, "count " + std::to_string(count) + " overflows the addressable size");
 }
+
 // Where a call's buffers live: -1 for host memory, else the GPU. A stream without usable CUDA,
 // buffers split between host and device, or buffers on another GPU than the communicator's are
 // refused with what was wrong.
@@ -108,11 +109,13 @@ int buffers_device(coral::Communicator& c, const coral::Call& call, void* stream
   const char* names[2] = {"sendbuff", "recvbuff"};
   int dev[2] = {-2, -2};
   for (int i = 0; i < 2; ++i)
-    if (bufs[i] && call.args.count) dev[i] = coral::gpu::device_of(bufs[i]);
-  if (dev[0] != -2 && dev[1] != -2 && (dev[0] < 0) != (dev[1] < 0))
-    fail(coralInvalidArgument, std::string(dev[0] < 0 ? "sendbuff" : "recvbuff") + " is host memory but " +
-                                   (dev[0] < 0 ? "recvbuff" : "sendbuff") + " is on GPU " +
-                                   std::to_string(std::max(dev[0], dev[1])) + ": pass both on the GPU or both on the host");
+    if (bufs[i] && call.args.count)  // in place: one pointer query, not two
+      dev[i] = i == 1 && bufs[1] == bufs[0] ? dev[0] : coral::gpu::device_of(bufs[i]);
+  if (dev[0] != -2 && dev[1] != -2 && (dev[0] < 0) != (dev[1] < 0)) {
+    const int g = dev[0] < 0 ? 1 : 0;  // the one on the GPU
+    fail(coralInvalidArgument, fmt::format("{} is host memory but {} is on GPU {}: pass both on the GPU or both on "
+                                           "the host", names[1 - g], names[g], dev[g]));
+  }
   int d = std::max(dev[0], dev[1]);
   if (d < 0) return -1;
   int current = coral::gpu::current_device(), comm_dev = c.gpu_device();
@@ -127,6 +130,7 @@ int buffers_device(coral::Communicator& c, const coral::Call& call, void* stream
   }
   return d;
 }
+
 void check_root(const coral::Communicator& c, int root, const char* what) {
   if (root < 0 || root >= c.nranks())
     fail(coralInvalidArgument, std::string(what) + " " + std::to_string(root) + " is out of range [0, " +
