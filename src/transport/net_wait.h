@@ -18,6 +18,8 @@ namespace coral::transport {
 template <class Poll, class Sleep, class Ready>
 void network_wait(WaitMonitor& mon, int peer, const void* self, std::recursive_mutex& mu, Poll poll, Sleep sleep,
                   Ready ready) {
+  // Already there (a free send slot, a message read by an earlier pass): no system call.
+  if (ready()) return;
   for (int i = 0;; ++i) {
     const bool sleeping = i >= mon.spin;
     {

@@ -214,7 +214,7 @@ void TcpDomain::set_events(TcpLink* l, bool want_out) {
   }
 }
 
-void TcpDomain::progress(int timeout_ms) {
+void TcpDomain::write_pending() {
   for (size_t i = 0; i < writers_.size();) {
     if (writers_[i]->write_out()) {
       writers_[i] = writers_.back();
@@ -223,6 +223,18 @@ void TcpDomain::progress(int timeout_ms) {
       ++i;
     }
   }
+}
+
+void TcpDomain::progress_link(TcpLink* focus) {
+  write_pending();
+  for (int i = 0; i < focus->nsocks(); ++i) {
+    Sock& s = focus->sock(i);
+    if (s.open && !focus->read_socket(i)) epoll_ctl(epfd_, EPOLL_CTL_DEL, s.fd, nullptr);
+  }
+}
+
+void TcpDomain::progress(int timeout_ms) {
+  write_pending();
   const bool sleeping = timeout_ms > 0 && !writers_.empty();
   if (sleeping)
     for (TcpLink* l : writers_) set_events(l, true);
