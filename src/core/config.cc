@@ -51,6 +51,10 @@ const std::vector<Knob>& knobs() {
       {"CORAL_SOCKET_FAMILY", Type::String, "auto", "Address family for TCP links: auto, ipv4 or ipv6."},
       {"CORAL_SOCKET_NSOCKS", Type::Int, "1",
        "TCP sockets per pair of ranks; messages of 128K and more are striped over them (1-16)."},
+      {"CORAL_SOCKET_NTHREADS", Type::Int, "0",
+       "Helper threads per communicator that do the TCP socket I/O, socket i of each pair on thread "
+       "i % N (0-16, at most CORAL_SOCKET_NSOCKS used). 0: the thread that waits does it, which "
+       "saves a hand-off per message."},
       {"CORAL_SOCKET_SLOT_BYTES", Type::Bytes, "256K", "Bytes per TCP receive slot (the largest message)."},
       {"CORAL_SOCKET_NSLOTS", Type::Int, "8", "Receive slots per TCP link: messages a sender may have in flight."},
       {"CORAL_UCX_SLOT_BYTES", Type::Bytes, "256K", "Bytes per UCX message slot (the largest message)."},

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/bootstrap/mem_store.h"
@@ -44,6 +46,19 @@ inline transport::Transport* find(const std::string& name) {
   return nullptr;
 }
 
+// "tcp:threads" is tcp with its socket I/O on 2 helper threads over 3 sockets per pair.
+struct Variant {
+  std::string transport;
+  std::vector<std::pair<std::string, std::string>> env;
+  explicit Variant(const std::string& name) : transport(name.substr(0, name.find(':'))) {
+    if (name == "tcp:threads") env = {{"CORAL_SOCKET_NTHREADS", "2"}, {"CORAL_SOCKET_NSOCKS", "3"}};
+    for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+  }
+  ~Variant() {
+    for (auto& [k, v] : env) unsetenv(k.c_str());
+  }
+};
+
 // Connects p thread ranks all-to-all over transport `name`; body(rank, domain) runs on each;
 // returns the first error (rank-prefixed) or "".
 inline std::string on_ranks(const std::string& name, int p,
@@ -51,12 +66,13 @@ inline std::string on_ranks(const std::string& name, int p,
                             std::shared_ptr<Store> store = std::make_shared<MemStore>()) {
   std::vector<transport::PeerInfo> peers;
   for (int r = 0; r < p; ++r) peers.push_back({r, static_cast<int>(getpid()), host_id()});
+  Variant variant(name);
   std::vector<std::string> errors(p);
   std::vector<std::thread> threads;
   for (int r = 0; r < p; ++r)
     threads.emplace_back([&, r] {
       try {
-        transport::Transport* t = find(name);
+        transport::Transport* t = find(variant.transport);
         if (!t) fail(coralInternalError, "no transport " + name);
         transport::ConnectArgs a{store.get(), "conf/" + name, &peers, r, {}, 20.0};
         for (int q = 0; q < p; ++q)

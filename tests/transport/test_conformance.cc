@@ -15,8 +15,12 @@ namespace {
 std::vector<std::string> transports() {
   std::vector<std::string> names;
   for (transport::Transport* t : transport::built_transports())
-    if (t->available()) names.push_back(t->name());
-    else WARN(t->name() << " is not available on this host: not tested");
+    if (t->available()) {
+      names.push_back(t->name());
+      if (names.back() == "tcp") names.push_back("tcp:threads");
+    } else {
+      WARN(t->name() << " is not available on this host: not tested");
+    }
   return names;
 }
 

@@ -37,11 +37,20 @@ TcpLink::~TcpLink() {
 
 std::byte* TcpLink::send_acquire(size_t bytes, WaitMonitor& mon) {
   if (bytes > geo_.slot_bytes) fail(coralInternalError, "tcp: message larger than a slot");
-  dom_->wait(mon, peer_, [&] {
-    if (!failed_.empty()) mon.check(peer_);
-    return credits_ > 0 && out_seq_ - written_seq_ < geo_.nslots;
-  });
-  return out_ring_.at(out_seq_);
+  // The readiness tests end the wait on a failure too; the failure is reported outside them,
+  // never while holding the domain lock (a helper thread may need it to see other peers go).
+  dom_->wait(mon, peer_, [&] { return !failed_.empty() || (credits_ > 0 && out_seq_ - written_seq_ < geo_.nslots); });
+  {
+    std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
+    if (failed_.empty()) return out_ring_.at(out_seq_);
+  }
+  failed_wait(mon);
+}
+
+void TcpLink::failed_wait(WaitMonitor& mon) {
+  mon.check(peer_);  // names every rank lost, or the abort that explains it
+  std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
+  fail(coralRemoteError, failed_);
 }
 
 void TcpLink::send_commit(size_t bytes, uint64_t tag) {
@@ -59,7 +68,7 @@ void TcpLink::send_commit(size_t bytes, uint64_t tag) {
   }
   --credits_;
   ++out_seq_;
-  if (!write_out()) dom_->want_write(this);
+  dom_->output_queued(this);
 }
 
 void TcpLink::queue(int sock, OutFrame f) {
@@ -76,7 +85,7 @@ void TcpLink::send_control(Kind kind, const std::string& text) {
   f.text = text.substr(0, kMaxAbortText);
   f.hdr = Frame{kFrameMagic, static_cast<uint8_t>(kind), 0, 0, static_cast<uint32_t>(f.text.size()), 0, 0, 0, 0, 0};
   queue(0, std::move(f));
-  if (!write_out()) dom_->want_write(this);
+  dom_->output_queued(this);
 }
 
 void TcpLink::push_credits() {
@@ -99,7 +108,7 @@ bool TcpLink::write_out() {
   return done;
 }
 
-bool TcpLink::write_socket(Sock& s) {
+bool TcpLink::write_socket(Sock& s, IoLock* io) {
   while (!s.out.empty() && failed_.empty()) {
     iovec iov[kMaxIov];
     int n = 0;
@@ -118,11 +127,16 @@ bool TcpLink::write_socket(Sock& s) {
     msghdr mh{};
     mh.msg_iov = iov;
     mh.msg_iovlen = static_cast<size_t>(n);
+    // Frames only leave the queue's front, on this thread: what iov points at stays put even if
+    // the executor queues more while the lock is down.
+    if (io) io->unlock();
     ssize_t k = sendmsg(s.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const int err = errno;
+    if (io) io->lock();
     if (k < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-      lose(fmt::format("connection to rank {} ({}) failed: {}", peer_, where_, std::strerror(errno)));
+      if (err == EINTR) continue;
+      if (err == EAGAIN || err == EWOULDBLOCK) return false;
+      lose(fmt::format("connection to rank {} ({}) failed: {}", peer_, where_, std::strerror(err)));
       break;
     }
     size_t left = static_cast<size_t>(k);
@@ -153,13 +167,12 @@ void TcpLink::frame_written(const OutFrame& f) {
 Message TcpLink::recv_peek(WaitMonitor& mon, bool) {
   InSlot* slot = &in_slots_[in_seq_ % geo_.nslots];
   auto ready = [&] { return slot->nparts != 0 && slot->received == slot->nparts; };
-  if (!ready())
-    dom_->wait(mon, peer_, [&] {
-      if (ready()) return true;
-      if (!failed_.empty()) mon.check(peer_);
-      return false;
-    });
-  return Message{in_ring_.at(in_seq_), slot->total, slot->tag};
+  dom_->wait(mon, peer_, [&] { return ready() || !failed_.empty(); });
+  {
+    std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
+    if (ready()) return Message{in_ring_.at(in_seq_), slot->total, slot->tag};
+  }
+  failed_wait(mon);
 }
 
 void TcpLink::recv_read(const Message& m, void* dst) {
@@ -167,21 +180,19 @@ void TcpLink::recv_read(const Message& m, void* dst) {
 }
 
 void TcpLink::recv_release() {
+  std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
   in_slots_[in_seq_ % geo_.nslots] = InSlot{};
   ++in_seq_;
   ++unreported_;
   // Half the window freed: tell the peer now rather than stall its pipeline.
-  if (unreported_ * 2 >= geo_.nslots) {
-    std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
-    push_credits();
-  }
+  if (unreported_ * 2 >= geo_.nslots) push_credits();
 }
 
 void TcpLink::lose(const std::string& why) {
   if (failed_.empty()) failed_ = why;
 }
 
-bool TcpLink::read_socket(int index) {
+bool TcpLink::read_socket(int index, IoLock* io) {
   Sock& s = socks_[static_cast<size_t>(index)];
   if (!s.open) return false;
   if (!s.bounce) s.bounce.reset(new std::byte[kBounce]);
@@ -189,11 +200,15 @@ bool TcpLink::read_socket(int index) {
     bool direct = s.in_payload && s.have == 0 && s.left >= kBounce;
     std::byte* to = direct ? s.dest : s.bounce.get() + s.have;
     size_t room = direct ? s.left : kBounce - s.have;
+    // Only this thread touches the socket, its bounce buffer and the slot part it fills.
+    if (io) io->unlock();
     ssize_t n = recv(s.fd, to, room, MSG_DONTWAIT);
+    const int err = errno;
+    if (io) io->lock();
     if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-      lose(fmt::format("connection to rank {} ({}) failed: {}", peer_, where_, std::strerror(errno)));
+      if (err == EINTR) continue;
+      if (err == EAGAIN || err == EWOULDBLOCK) return true;
+      lose(fmt::format("connection to rank {} ({}) failed: {}", peer_, where_, std::strerror(err)));
       break;
     }
     if (n == 0) {

@@ -1,12 +1,14 @@
 // A TCP link: one or more non-blocking sockets to one peer. Messages are cut into stripes, one
 // per socket, each behind a validated frame header; credits (free receive slots) travel back on
 // the frames going the other way, so a sender never sends what the receiver has no room for and
-// reading a socket never has to stop. All I/O happens on the thread that waits (see TcpDomain).
+// reading a socket never has to stop. I/O happens on the thread that waits, or on the domain's
+// helper threads with CORAL_SOCKET_NTHREADS (see TcpDomain).
 #pragma once
 #include <sys/uio.h>
 
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,7 +41,12 @@ struct Sock {
   std::byte* dest = nullptr;
   size_t left = 0;
   uint64_t next_seq = 0;  // no Data frame on this socket may have a lower seq
+  bool out_armed = false; // helper-thread mode: EPOLLOUT is on in the owner's epoll set
 };
+
+// Helper-thread mode: the domain lock, released around each system call so that threads that
+// own other sockets (and the executor) get on meanwhile. nullptr: hold it throughout.
+using IoLock = std::unique_lock<std::recursive_mutex>;
 
 class TcpLink : public Link {
  public:
@@ -56,11 +63,12 @@ class TcpLink : public Link {
   void recv_read(const Message& m, void* dst) override;
   void recv_release() override;
 
-  // Called by the domain under its lock.
+  // Called by the domain under its lock (see IoLock for io).
   // Reads what the socket has; false once it is closed (take it out of the poll set).
-  bool read_socket(int sock);
+  bool read_socket(int sock, IoLock* io = nullptr);
   // Writes what the kernel takes; true when nothing is left to write.
   bool write_out();
+  bool write_socket(int sock, IoLock* io) { return write_socket(socks_[static_cast<size_t>(sock)], io); }
   bool has_output() const;
   // Sends the credits of released slots now (before this side waits, so the peer never stalls on them).
   void push_credits();
@@ -79,7 +87,9 @@ class TcpLink : public Link {
   void begin_frame(Sock& s);
   void end_frame(Sock& s);
   void lose(const std::string& why);
-  bool write_socket(Sock& s);
+  bool write_socket(Sock& s, IoLock* io = nullptr);
+  // After a wait that ended on a failure: throws the monitor's error (or this link's).
+  [[noreturn]] void failed_wait(WaitMonitor& mon);
   void frame_written(const OutFrame& f);
   void queue(int sock, OutFrame f);
   // A frame without a message (credits, abort with its text, goodbye) on socket 0, sent now.

@@ -45,11 +45,18 @@ std::string ranks_list(const std::vector<int>& r) {
 }  // namespace
 
 TcpDomain::TcpDomain(const ConnectArgs& a) : nranks_(static_cast<int>(a.peers->size())) {
+  int64_t nthreads = config::get_int("CORAL_SOCKET_NTHREADS");
+  if (nthreads < 0 || nthreads > kMaxSockets)
+    fail(coralInvalidArgument, fmt::format("CORAL_SOCKET_NTHREADS must be between 0 (the waiting thread does the "
+                                           "socket I/O) and {}, not {}", kMaxSockets, nthreads));
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) fail_errno("epoll_create1", errno);
   try {
     connect_all(a);
+    // More threads than sockets per pair would have nothing to do.
+    if (nthreads > 0) start_threads(static_cast<int>(std::min<int64_t>(nthreads, geometry_from_config().nsocks)));
   } catch (...) {
+    stop_threads();
     links_.clear();
     close(epfd_);
     throw;
@@ -172,14 +179,14 @@ void TcpDomain::connect_all(const ConnectArgs& a) {
 
 TcpDomain::~TcpDomain() {
   {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    IoLock lock(mu_);
     for (auto& [q, l] : links_)
       if (l->failure().empty()) l->queue_bye();
     // Closing a socket that still has unread input resets the connection, and a reset throws
     // away whatever the kernel had not delivered yet. So: keep reading until every byte we sent
     // is acknowledged by the peer's kernel (then it survives a reset), within a bound.
     auto unacked = [&] {
-      if (!writers_.empty()) return true;
+      if (!writers_.empty() || (threaded() && any_output())) return true;
       for (auto& [q, l] : links_)
         for (int i = 0; i < l->nsocks(); ++i) {
           int queued = 0;
@@ -188,8 +195,12 @@ TcpDomain::~TcpDomain() {
       return false;
     };
     auto until = Clock::now() + std::chrono::seconds(5);
-    while (unacked() && Clock::now() < until) progress(1);
+    while (unacked() && Clock::now() < until) {
+      if (threaded()) let_io_run(lock, 1);
+      else progress(1);
+    }
   }
+  stop_threads();
   links_.clear();
   if (epfd_ >= 0) close(epfd_);
 }
@@ -197,6 +208,18 @@ TcpDomain::~TcpDomain() {
 Link* TcpDomain::link(int peer) {
   auto it = links_.find(peer);
   return it == links_.end() ? nullptr : it->second.get();
+}
+
+void TcpDomain::output_queued(TcpLink* l) {
+  if (!threaded()) {
+    if (!l->write_out()) want_write(l);
+    return;
+  }
+  for (int i = 0; i < l->nsocks(); ++i)
+    if (!l->sock(i).out.empty()) {
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(io_[static_cast<size_t>(i) % io_.size()]->kick, &one, sizeof one);
+    }
 }
 
 void TcpDomain::want_write(TcpLink* l) {
@@ -253,6 +276,23 @@ void TcpDomain::progress(int timeout_ms) {
 }
 
 void TcpDomain::drain(WaitMonitor& mon) {
+  if (threaded()) {
+    // As below: one peer with output still queued at a time; a failed link dropped its output.
+    for (;;) {
+      int peer = -1;
+      {
+        std::lock_guard<std::recursive_mutex> lock(mu_);
+        for (auto& [q, l] : links_)
+          if (l->failure().empty() && l->has_output()) {
+            peer = q;
+            break;
+          }
+      }
+      if (peer < 0) return;
+      TcpLink* l = links_.at(peer).get();
+      wait(mon, peer, [&] { return !l->failure().empty() || !l->has_output(); });
+    }
+  }
   // The wait watches one peer at a time (whose failure or silence ends it): always one whose
   // output is still pending, never one that already took everything and may have left.
   while (!writers_.empty()) {
@@ -267,9 +307,10 @@ void TcpDomain::drain(WaitMonitor& mon) {
 }
 
 std::string TcpDomain::peer_failure(int peer) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  return lost_peers(peer, links_, [&] { progress(10); }, [](int, const TcpLink& l) { return l.closed_cleanly(); },
-                    [](const TcpLink& l) { return l.failure(); });
+  IoLock lock(mu_);
+  return lost_peers(
+      peer, links_, [&] { threaded() ? let_io_run(lock, 10) : progress(10); },
+      [](int, const TcpLink& l) { return l.closed_cleanly(); }, [](const TcpLink& l) { return l.failure(); });
 }
 
 std::string TcpDomain::remote_abort() {
@@ -280,11 +321,14 @@ std::string TcpDomain::remote_abort() {
 }
 
 void TcpDomain::abort(const std::string& why) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  IoLock lock(mu_);
   for (auto& [q, l] : links_)
     if (l->failure().empty()) l->queue_abort(why);
   auto until = Clock::now() + std::chrono::milliseconds(500);
-  while (!writers_.empty() && Clock::now() < until) progress(1);
+  if (threaded())
+    while (any_output() && Clock::now() < until) let_io_run(lock, 1);
+  else
+    while (!writers_.empty() && Clock::now() < until) progress(1);
 }
 
 }  // namespace coral::transport::tcp

@@ -1,15 +1,21 @@
-// The TCP links of one communicator and their progress engine. There is no I/O thread: whoever
-// waits (the executor inside a collective, or the progress thread for non-blocking calls) drives
-// every socket of the domain, so a message never waits for a thread hand-off and a rank that
-// waits on one peer still drains the others. Every wait keeps sockets moving and ends on a
-// peer's failure, an abort or the deadline (WaitMonitor).
+// The TCP links of one communicator and their progress engine. By default there is no I/O
+// thread: whoever waits (the executor inside a collective, or the progress thread for
+// non-blocking calls) drives every socket of the domain, so a message never waits for a thread
+// hand-off and a rank that waits on one peer still drains the others. With
+// CORAL_SOCKET_NTHREADS=N, N helper threads own the sockets instead (socket i of every link goes
+// to thread i % N), so striped messages (CORAL_SOCKET_NSOCKS) move on several cores at once;
+// waits then watch a counter the helpers bump. Either way every wait ends on a peer's failure,
+// an abort or the deadline (WaitMonitor).
 #pragma once
 #include <sched.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/wait.h"
@@ -28,10 +34,11 @@ class TcpDomain : public Domain {
   std::string remote_abort() override;
   void abort(const std::string& why) override;
   void drain(WaitMonitor& mon) override;
-  bool needs_polling() const override { return true; }
+  bool needs_polling() const override { return !threaded(); }
   // Other transports' waits call this: output always moves, input only on every kFullPass-th
   // call (see wait).
   void advance() override {
+    if (threaded()) return;
     std::lock_guard<std::recursive_mutex> lock(mu_);
     if (++advances_ % kFullPass == 0) progress(0);
     else write_pending();
@@ -42,8 +49,9 @@ class TcpDomain : public Domain {
   void progress(int timeout_ms);
   // Writes what is pending and reads only the sockets of `focus`.
   void progress_link(TcpLink* focus);
-  // A link queued output the kernel did not take at once.
-  void want_write(TcpLink* l);
+  // A link queued output (under the lock): written now, or handed to the sockets' helper threads.
+  void output_queued(TcpLink* l);
+  bool threaded() const { return !io_.empty(); }
   // Links take it before touching their queues from the executor's side.
   std::recursive_mutex& mutex() { return mu_; }
 
@@ -59,6 +67,25 @@ class TcpDomain : public Domain {
   // sends moving (its data leaves the kernel's buffers), which is all the schedules need.
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
+    if (threaded()) {
+      // Test the state only when a helper changed something, and then under the lock.
+      uint32_t seen = events_.load(std::memory_order_acquire) - 1;
+      // Yield from the first poll, not pause: the helper this waits for may need this core.
+      const int pause = std::exchange(mon.pause_polls, 0);
+      struct Restore {
+        WaitMonitor& m;
+        int pause;
+        ~Restore() { m.pause_polls = pause; }
+      } restore{mon, pause};
+      wait_until(mon, peer, events_, sleeping_, [&] {
+        uint32_t now = events_.load(std::memory_order_acquire);
+        if (now == seen) return false;
+        seen = now;
+        std::lock_guard<std::recursive_mutex> lock(mu_);
+        return ready();
+      });
+      return;
+    }
     TcpLink* focus = static_cast<TcpLink*>(link(peer));
     unsigned polls = 0;
     network_wait(
@@ -72,8 +99,23 @@ class TcpDomain : public Domain {
 
  private:
   static constexpr unsigned kFullPass = 16;
+  struct IoThread {
+    int epfd = -1;
+    int kick = -1;  // eventfd: output was queued on one of this thread's sockets
+    std::atomic<bool> stop{false};
+    std::thread thread;
+  };
   void connect_all(const ConnectArgs& a);
+  void want_write(TcpLink* l);
   void write_pending();
+  // Helper-thread mode (domain_threads.cc).
+  void start_threads(int n);
+  void stop_threads();
+  void io_loop(IoThread& t, int index);
+  void flush(IoThread& t, TcpLink* l, int sock, IoLock& lk);
+  bool any_output();
+  // Lets the helpers work for up to ms with the lock down (held once by the caller, as lk).
+  void let_io_run(IoLock& lk, int ms);
   void set_events(TcpLink* l, bool want_out);
 
   int nranks_ = 0;
@@ -81,6 +123,9 @@ class TcpDomain : public Domain {
   std::map<int, std::unique_ptr<TcpLink>> links_;
   std::vector<TcpLink*> writers_;  // links with output the kernel has not taken yet
   unsigned advances_ = 0;
+  std::vector<std::unique_ptr<IoThread>> io_;
+  std::atomic<uint32_t> events_{0};    // bumped by helper threads after any change
+  std::atomic<uint32_t> sleeping_{0};  // a wait sleeps on events_
   std::recursive_mutex mu_;  // progress runs on one thread at a time; abort may come from another (recursive: waits test readiness under it)
 };
 
