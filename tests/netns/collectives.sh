@@ -42,4 +42,5 @@ for t in "$@"; do
 done
 if [[ " $* " == *" tcp "* ]]; then
   check "tcp over IPv6, 3 sockets per pair" 4 1 CORAL_TRANSPORT=tcp CORAL_SOCKET_NSOCKS=3 CORAL_SOCKET_FAMILY=ipv6 JOB_ROOT="[fd77::1]:29500"
+  check "tcp, 2 helper threads over 2 sockets per pair" 2 2 CORAL_TRANSPORT=shm,tcp CORAL_SOCKET_NSOCKS=2 CORAL_SOCKET_NTHREADS=2
 fi
