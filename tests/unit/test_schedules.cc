@@ -209,6 +209,46 @@ TEST_CASE("double binary trees: two well-formed trees, complementary leaves, log
   check_allreduce_1_to_64(Algo::Tree);
 }
 
+TEST_CASE("tree all-reduce sends chunks up while earlier ones come down") {
+  for (int p : {4, 8, 13, 64}) {
+    int lg = 0;
+    for (int q = p; q > 1; q /= 2) lg++;
+    for (int t = 0; t < 2; t++) {
+      int height = 0;
+      for (int r = 0; r < p; r++) {
+        int d = 0;
+        for (int q = r; (q = coral::patterns::dbtree_node(q, p, t).parent) >= 0;) d++;
+        height = std::max(height, d);
+      }
+      CHECK(height <= lg);  // the schedule's lag, 2 floor(log2 P), covers a round trip
+    }
+    CollArgs x;
+    x.coll = Coll::AllReduce;
+    x.nranks = p;
+    x.chunk = 64;
+    x.count = 2 * x.chunk * static_cast<size_t>(4 * lg + 4);  // more chunks than the lag
+    x.dtype = coralFloat32;
+    int overlapped = 0;
+    for (int r = 0; r < p; r++) {
+      x.rank = r;
+      Schedule s = build(x, Algo::Tree);
+      const int parent = coral::patterns::dbtree_node(r, p, 0).parent;
+      if (parent < 0) continue;
+      size_t first_down = s.steps.size(), last_up = 0;
+      for (size_t i = 0; i < s.steps.size(); i++) {
+        // Tree 0 carries the first half of the vector; the same peer may be a child in tree 1.
+        const Step& st = s.steps[i];
+        if (st.peer != parent) continue;
+        if (st.kind == OpKind::Recv && st.dst.off < x.count / 2) first_down = std::min(first_down, i);
+        if (st.kind == OpKind::Send && st.src.off < x.count / 2) last_up = i;
+      }
+      overlapped += first_down < last_up;
+    }
+    INFO("P=" << p);
+    CHECK(overlapped == p - 1);  // every non-root rank of tree 0
+  }
+}
+
 TEST_CASE("hierarchical all-reduce holds over even, uneven and interleaved hosts") {
   std::vector<std::vector<int>> layouts;
   auto sizes = [&](std::vector<int> per_host) {  // consecutive ranks per host

@@ -1,8 +1,13 @@
 // Double binary tree all-reduce: the vector is split in two halves, each reduced up one of two
 // complementary binary trees (patterns/dbtree.h) and broadcast back down it, pipelined by chunks.
-// 2 log2(P) hops of latency; each rank sends about S (a leaf in one tree, inner in the other),
-// against 2S (P-1)/P for the ring, with logarithmic instead of linear latency: it wins
-// mid-size messages on many ranks (NCCL's choice between 64 KiB and a few MiB at scale).
+// The two directions overlap: a rank sends chunk k up, then takes chunk k - lag down, so links
+// carry both directions at once (full duplex) and a large vector costs ~S/B instead of 2S/B.
+// The lag covers a round trip from the deepest rank to the root and back: less and chunks would
+// wait for that trip.
+// 2 log2(P) hops of latency; each rank sends about 2S (3S/2 as an inner node of one tree, S/2
+// as a leaf of the other), against 2S (P-1)/P for the ring, with logarithmic instead of linear
+// latency: it wins mid-size messages on many ranks (NCCL's choice between 64 KiB and a few MiB
+// at scale).
 // The roots compute each element once and broadcast it: every rank ends with the same bits.
 #include "collectives/builders.h"
 #include "collectives/patterns/dbtree.h"
@@ -49,13 +54,21 @@ Schedule allreduce_tree(const CollArgs& a) {
   const size_t first = a.count / 2;
   const Half h[2] = {{patterns::dbtree_node(r, p, 0), 0, first}, {patterns::dbtree_node(r, p, 1), first, a.count - first}};
   const bool avg = a.op == coralAvg;
-  // Up both trees chunk by chunk, then down both: each phase pipelines along its tree.
-  for (size_t lo = 0; lo < h[1].n; lo += a.chunk)
-    for (const Half& x : h)
-      if (lo < x.n) up(s, x, lo, std::min(a.chunk, x.n - lo), avg);
-  for (size_t lo = 0; lo < h[1].n; lo += a.chunk)
-    for (const Half& x : h)
-      if (lo < x.n) down(s, x, lo, std::min(a.chunk, x.n - lo));
+  const size_t chunks = (h[1].n + a.chunk - 1) / a.chunk;
+  // One lag for all ranks: two ranks that are parent and child in one tree and child and parent
+  // in the other send both directions over one link, in the same order as the other reads them.
+  size_t lag = 0;  // 2 x floor(log2 P), at least twice either tree's height
+  for (int q = p; q > 1; q /= 2) lag += 2;
+  for (size_t k = 0; k < chunks + lag; ++k) {
+    if (k < chunks)
+      for (const Half& x : h)
+        if (k * a.chunk < x.n) up(s, x, k * a.chunk, std::min(a.chunk, x.n - k * a.chunk), avg);
+    if (k >= lag)
+      for (const Half& x : h) {
+        const size_t lo = (k - lag) * a.chunk;
+        if (lo < x.n) down(s, x, lo, std::min(a.chunk, x.n - lo));
+      }
+  }
   return s;
 }
 
