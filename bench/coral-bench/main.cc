@@ -268,8 +268,10 @@ int main(int argc, char** argv) {
         a.dtype = t;
         a.op = op;
         a.nranks = nranks;
-        r.algo = coral::sched::algo_name(coral::unwrap(g_comm).choose(a));
-        r.chunk_bytes = o.device ? coral::unwrap(g_comm).device_chunk_bytes() : coral::unwrap(g_comm).chunk_bytes();
+        const coral::sched::Algo algo = coral::unwrap(g_comm).choose(a);
+        r.algo = coral::sched::algo_name(algo);
+        r.chunk_bytes = coral::unwrap(g_comm).chunk_for(
+            a, algo, o.device ? coral::unwrap(g_comm).device_chunk_bytes() : coral::unwrap(g_comm).chunk_bytes());
         r.bound_pct = bound.gbps > 0 ? 100.0 * r.oop.busbw / bound.gbps : 0;
         rows.push_back(r);
         if (rank == 0) print_row(o, r);

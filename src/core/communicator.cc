@@ -77,6 +77,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   tune_.forced = over.all;
   tune_.rules = std::move(over.rules);
   tune_.small_bytes = config::get_bytes("CORAL_SMALL_BYTES");
+  chunk_override_ = config::get_bytes("CORAL_CHUNK_BYTES");
   spin_ = static_cast<int>(config::get_int("CORAL_SPIN"));
   if (spin_ < 0) fail(coralInvalidArgument, "CORAL_SPIN must be >= 0");
   kernels::active();  // fail early on a bad CORAL_KERNEL
@@ -217,6 +218,11 @@ Communicator::~Communicator() {
 
 sched::Algo Communicator::choose(const sched::CollArgs& args) const { return sched::select_algo(args, tune_); }
 
+size_t Communicator::chunk_for(const sched::CollArgs& args, sched::Algo algo, size_t max_bytes) const {
+  if (chunk_override_ > 0) return std::min(chunk_override_, max_bytes);
+  return sched::select_chunk(args, algo, tune_, max_bytes);
+}
+
 const sched::Schedule& Communicator::schedule_for(const sched::CollArgs& a, sched::Algo algo) {
   auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
                              static_cast<int>(a.op), a.root, static_cast<int>(algo), a.chunk);
@@ -244,8 +250,10 @@ void Communicator::execute(Call& c, bool background, bool device) {
   a.nranks = nranks_;
   a.hosts = &host_index_;
   const size_t es = kernels::dtype_size(a.dtype);
-  a.chunk = std::max<size_t>(1, (device ? gpu_->chunk_bytes : chunk_bytes()) / es);
+  const size_t max_chunk = device ? gpu_->chunk_bytes : chunk_bytes();
+  a.chunk = std::max<size_t>(1, max_chunk / es);
   sched::Algo algo = choose(a);
+  a.chunk = std::max<size_t>(1, chunk_for(a, algo, max_chunk) / es);
   uint64_t salt;
   if (a.coll == sched::Coll::Send) salt = p2p_seq_send_[a.root]++;
   else if (a.coll == sched::Coll::Recv) salt = p2p_seq_recv_[a.root]++;

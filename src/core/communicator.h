@@ -77,8 +77,11 @@ class Communicator {
   sched::Algo choose(const sched::CollArgs& args) const;
   // Name of the transport that carries traffic to peer ("self" for this rank).
   const std::string& transport_of(int peer) const { return transport_of_[peer]; }
-  // Bytes per message the schedules are cut into (the pipelining chunk).
+  // The largest message the transports take: the chunk for algorithms without a pipeline.
   size_t chunk_bytes() const { return max_message_ == SIZE_MAX ? (1u << 20) : max_message_; }
+  // The chunk (bytes) a call with this algorithm is cut into: CORAL_CHUNK_BYTES, else the cost
+  // model's pick for pipelines (sched::select_chunk), at most max_bytes.
+  size_t chunk_for(const sched::CollArgs& args, sched::Algo algo, size_t max_bytes) const;
   // Marks the communicator failed and tells local peers.
   void abort(const std::string& why);
   coralResult_t async_error() const;
@@ -123,6 +126,7 @@ class Communicator {
   CacheKey last_key_;
   const sched::Schedule* last_ = nullptr;
   std::vector<std::byte> scratch_;
+  size_t chunk_override_ = 0;  // CORAL_CHUNK_BYTES
   int spin_ = 0;
   int pause_polls_ = 0;
 

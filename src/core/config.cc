@@ -69,6 +69,10 @@ const std::vector<Knob>& knobs() {
       {"CORAL_IB_REG_CACHE_BYTES", Type::Bytes, "1G", "Pinned bytes the RDMA registration cache may keep."},
       {"CORAL_TUNE_PROBE", Type::Int, "1",
        "1: a multi-host communicator measures its link classes at start (a few ms) for the tuner's cost model; 0: use defaults."},
+      {"CORAL_CHUNK_BYTES", Type::Bytes, "0",
+       "Pipelining chunk of every call, at most the transports' largest message. 0: the cost model "
+       "picks it for chains and trees (deep pipelines fill sooner with small chunks), others use "
+       "the largest message."},
       {"CORAL_SPIN", Type::Int, "20000",
        "Polls a waiting rank makes before it yields the core; 0 blocks at once."},
       {"CORAL_KERNEL", Type::String, "auto",

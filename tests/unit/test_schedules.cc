@@ -486,6 +486,63 @@ TEST_CASE("simulator matches the closed forms of ring, recursive doubling, rhd a
   CHECK(bus_factor(Coll::Broadcast, 4) == Approx(1));
 }
 
+TEST_CASE("the tuner's chunk for pipelines beats the smallest and the largest in the simulator") {
+  TuneParams t;
+  t.single_host = true;
+  t.intra = {5e-6, 1 / 10e9};  // 5 us, 10 GB/s
+  // The tuner counts alpha as a cost each message also makes its sender pay (software transports
+  // spend it in the CPU): the simulator's per-message overhead.
+  const LinkCost l{t.intra.alpha, t.intra.beta, t.intra.alpha};
+  auto args = [](Coll coll, int p, size_t bytes) {
+    CollArgs x;
+    x.coll = coll;
+    x.nranks = p;
+    x.count = bytes / 4;
+    x.dtype = coralFloat32;
+    return x;
+  };
+  const size_t max = 4 << 20;
+  // Without a pipeline the largest message is the chunk.
+  CHECK(select_chunk(args(Coll::AllReduce, 8, 64 << 20), Algo::Ring, t, max) == max);
+  CHECK(select_chunk(args(Coll::AllReduce, 8, 64 << 20), Algo::Rhd, t, max) == max);
+  CHECK(select_chunk(args(Coll::Broadcast, 2, 64 << 20), Algo::Chain, t, max) == max);  // one hop
+  // sqrt(S alpha / ((d - 1) beta)) = sqrt(1 MiB * 5e-6 * 10e9 / 6) ~ 93 KiB: 64 KiB.
+  CHECK(select_chunk(args(Coll::Broadcast, 8, 1 << 20), Algo::Chain, t, max) == (64 << 10));
+  struct Case {
+    Coll coll;
+    Algo algo;
+    int p;
+    size_t bytes;
+  };
+  for (Case c : {Case{Coll::Broadcast, Algo::Chain, 16, 4 << 20}, Case{Coll::Reduce, Algo::Chain, 8, 16 << 20},
+                 Case{Coll::Broadcast, Algo::Chain, 64, 64 << 20}, Case{Coll::Reduce, Algo::Chain, 5, 2 << 20},
+                 Case{Coll::Broadcast, Algo::Tree, 32, 8 << 20}, Case{Coll::AllReduce, Algo::Tree, 16, 16 << 20}}) {
+    CollArgs x = args(c.coll, c.p, c.bytes);
+    const size_t pick = select_chunk(x, c.algo, t, max);
+    if (c.algo == Algo::Tree) {
+      // Trees keep the largest chunk: in the simulator smaller ones only add round trips.
+      CHECK(pick == max);
+      auto time = [&](size_t chunk_bytes) {
+        x.chunk = chunk_bytes / 4;
+        return simulate(x, c.algo, Cluster::uniform(c.p, c.p, l, l)).seconds;
+      };
+      CHECK(time(max) < time(256 << 10));
+      continue;
+    }
+    auto time = [&](size_t chunk_bytes) {
+      x.chunk = chunk_bytes / 4;
+      SimResult r = simulate(x, c.algo, Cluster::uniform(c.p, c.p, l, l));
+      REQUIRE(r.error == "");
+      return r.seconds;
+    };
+    INFO(coll_name(c.coll) << " " << algo_name(c.algo) << " P=" << c.p << " bytes=" << c.bytes << " chunk=" << pick);
+    CHECK(pick > kMinChunk);
+    CHECK(pick < max);
+    CHECK(time(pick) < time(kMinChunk));
+    CHECK(time(pick) < time(max));
+  }
+}
+
 TEST_CASE("across hosts the tuner's cost-model pick is close to the simulator's best") {
   TuneParams t;
   const LinkCost intra{t.intra.alpha, t.intra.beta}, inter{t.inter.alpha, t.inter.beta};

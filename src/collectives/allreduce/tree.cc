@@ -1,9 +1,11 @@
 // Double binary tree all-reduce: the vector is split in two halves, each reduced up one of two
 // complementary binary trees (patterns/dbtree.h) and broadcast back down it, pipelined by chunks.
-// The two directions overlap: a rank sends chunk k up, then takes chunk k - lag down, so links
-// carry both directions at once (full duplex) and a large vector costs ~S/B instead of 2S/B.
-// The lag covers a round trip from the deepest rank to the root and back: less and chunks would
-// wait for that trip.
+// The two directions overlap: a rank sends chunk k up, then takes chunk k - lag down, so the
+// down phase streams while later chunks still go up, instead of starting after the last one.
+// The overlap is partial: one step order per rank means each cycle still waits for the parent's
+// down message, sent after the parent's own up step, so a cycle costs about a round trip
+// through the tree (the simulator: small chunks are slow, tests/unit/test_schedules.cc). Full
+// overlap needs the two directions as separate step streams (NCCL splits its warps for it).
 // 2 log2(P) hops of latency; each rank sends about 2S (3S/2 as an inner node of one tree, S/2
 // as a leaf of the other), against 2S (P-1)/P for the ring, with logarithmic instead of linear
 // latency: it wins mid-size messages on many ranks (NCCL's choice between 64 KiB and a few MiB

@@ -1,6 +1,7 @@
 #include "collectives/tuner/select.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "kernels/reduce.h"
@@ -44,6 +45,25 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     return a.count * kernels::dtype_size(a.dtype) <= t.mid_bytes ? Algo::Tree : Algo::Chain;
   }
   return default_algo(a.coll);
+}
+
+namespace {
+
+}  // namespace
+
+size_t select_chunk(const CollArgs& a, Algo algo, const TuneParams& t, size_t max_bytes) {
+  // Only the chains are pipelines whose depth small chunks hide. A binomial tree's root sends
+  // every chunk to log2 P children, so its port, not the depth, sets the pace. The double binary
+  // tree runs both directions in one step order, so each chunk waits about a round trip through
+  // the tree: more chunks, more round trips (the simulator agrees: tests/unit/test_schedules.cc).
+  const int d = algo == Algo::Chain ? a.nranks - 1 : 0;
+  if (d < 2 || max_bytes <= kMinChunk) return max_bytes;
+  const LinkModel& l = t.single_host || t.hosts <= 1 ? t.intra : t.inter;
+  const double s = static_cast<double>(message_bytes(a));
+  const double best = std::sqrt(s * l.alpha / ((d - 1) * l.beta));
+  size_t c = kMinChunk;
+  while (c < max_bytes && static_cast<double>(c) * 1.5 < best) c *= 2;
+  return std::min(c, max_bytes);
 }
 
 }  // namespace coral::sched

@@ -22,4 +22,12 @@ struct TuneParams {
 
 Algo select_algo(const CollArgs& a, const TuneParams& t);
 
+// The pipelining chunk in bytes for algo, at most max_bytes (the transports' largest message).
+// Chains take the chunk c that minimises (d + S/c - 1)(alpha + c beta) over d = P - 1 hops:
+// c = sqrt(S alpha / ((d - 1) beta)), a power of two from kMinChunk up. Small chunks fill the
+// pipeline sooner; each one more costs a message, whose alpha the sender pays too (a software
+// transport spends it in the CPU). The other algorithms keep max_bytes (see select.cc).
+constexpr size_t kMinChunk = 16 << 10;
+size_t select_chunk(const CollArgs& a, Algo algo, const TuneParams& t, size_t max_bytes);
+
 }  // namespace coral::sched
