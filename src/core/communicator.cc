@@ -250,10 +250,8 @@ void Communicator::execute(Call& c, bool background, bool device) {
   a.nranks = nranks_;
   a.hosts = &host_index_;
   const size_t es = kernels::dtype_size(a.dtype);
-  const size_t max_chunk = device ? gpu_->chunk_bytes : chunk_bytes();
-  a.chunk = std::max<size_t>(1, max_chunk / es);
   sched::Algo algo = choose(a);
-  a.chunk = std::max<size_t>(1, chunk_for(a, algo, max_chunk) / es);
+  a.chunk = std::max<size_t>(1, chunk_for(a, algo, device ? gpu_->chunk_bytes : chunk_bytes()) / es);
   uint64_t salt;
   if (a.coll == sched::Coll::Send) salt = p2p_seq_send_[a.root]++;
   else if (a.coll == sched::Coll::Recv) salt = p2p_seq_recv_[a.root]++;

@@ -48,10 +48,6 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
   return default_algo(a.coll);
 }
 
-namespace {
-
-}  // namespace
-
 size_t select_chunk(const CollArgs& a, Algo algo, const TuneParams& t, size_t max_bytes) {
   // Only the chains are pipelines whose depth small chunks hide. A binomial tree's root sends
   // every chunk to log2 P children, so its port, not the depth, sets the pace. The double binary

@@ -186,7 +186,7 @@ TcpDomain::~TcpDomain() {
     // away whatever the kernel had not delivered yet. So: keep reading until every byte we sent
     // is acknowledged by the peer's kernel (then it survives a reset), within a bound.
     auto unacked = [&] {
-      if (!writers_.empty() || (threaded() && any_output())) return true;
+      if (any_output()) return true;
       for (auto& [q, l] : links_)
         for (int i = 0; i < l->nsocks(); ++i) {
           int queued = 0;
@@ -195,10 +195,7 @@ TcpDomain::~TcpDomain() {
       return false;
     };
     auto until = Clock::now() + std::chrono::seconds(5);
-    while (unacked() && Clock::now() < until) {
-      if (threaded()) let_io_run(lock, 1);
-      else progress(1);
-    }
+    while (unacked() && Clock::now() < until) pump(lock, 1);
   }
   stop_threads();
   links_.clear();
@@ -309,7 +306,7 @@ void TcpDomain::drain(WaitMonitor& mon) {
 std::string TcpDomain::peer_failure(int peer) {
   IoLock lock(mu_);
   return lost_peers(
-      peer, links_, [&] { threaded() ? let_io_run(lock, 10) : progress(10); },
+      peer, links_, [&] { pump(lock, 10); },
       [](int, const TcpLink& l) { return l.closed_cleanly(); }, [](const TcpLink& l) { return l.failure(); });
 }
 
@@ -325,10 +322,18 @@ void TcpDomain::abort(const std::string& why) {
   for (auto& [q, l] : links_)
     if (l->failure().empty()) l->queue_abort(why);
   auto until = Clock::now() + std::chrono::milliseconds(500);
-  if (threaded())
-    while (any_output() && Clock::now() < until) let_io_run(lock, 1);
-  else
-    while (!writers_.empty() && Clock::now() < until) progress(1);
+  while (any_output() && Clock::now() < until) pump(lock, 1);
+}
+
+bool TcpDomain::any_output() {
+  for (auto& [q, l] : links_)
+    if (l->failure().empty() && l->has_output()) return true;
+  return false;
+}
+
+void TcpDomain::pump(IoLock& lk, int ms) {
+  if (threaded()) let_io_run(lk, ms);
+  else progress(ms);
 }
 
 }  // namespace coral::transport::tcp

@@ -113,9 +113,12 @@ class TcpDomain : public Domain {
   void stop_threads();
   void io_loop(IoThread& t, int index);
   void flush(IoThread& t, TcpLink* l, int sock, IoLock& lk);
-  bool any_output();
   // Lets the helpers work for up to ms with the lock down (held once by the caller, as lk).
   void let_io_run(IoLock& lk, int ms);
+  // Output still queued on a healthy link (slow- and rare-path: it visits every link).
+  bool any_output();
+  // Moves the sockets for up to ms: itself, or through the helpers.
+  void pump(IoLock& lk, int ms);
   void set_events(TcpLink* l, bool want_out);
 
   int nranks_ = 0;

@@ -116,12 +116,6 @@ void TcpDomain::flush(IoThread& t, TcpLink* l, int sock, IoLock& lk) {
   epoll_ctl(t.epfd, EPOLL_CTL_MOD, s.fd, &ev);
 }
 
-bool TcpDomain::any_output() {
-  for (auto& [q, l] : links_)
-    if (l->failure().empty() && l->has_output()) return true;
-  return false;
-}
-
 void TcpDomain::let_io_run(IoLock& lk, int ms) {
   const uint32_t seen = events_.load(std::memory_order_acquire);
   lk.unlock();
