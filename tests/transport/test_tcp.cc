@@ -174,13 +174,25 @@ TEST_CASE("IPv6 links work") {
   CHECK(transfer(10, 100000) == "");
 }
 
+// Rank 0 dials rank 1 while its domain connects, and rank 1 stops listening once rank 0 is in:
+// this store holds back everyone's read of rank 1's address until the intruder has knocked.
+struct IntruderFirst : MemStore {
+  std::atomic<bool>& knocked;
+  explicit IntruderFirst(std::atomic<bool>& k) : knocked(k) {}
+  Bytes get(const std::string& key, std::chrono::milliseconds timeout) override {
+    if (key == "conf/tcp/addr/1")
+      while (!knocked) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return MemStore::get(key, timeout);
+  }
+};
+
 TEST_CASE("a connection with the wrong token is turned away and the job still connects") {
-  auto store = std::make_shared<MemStore>();
   std::atomic<bool> intruder_done{false};
+  auto store = std::make_shared<IntruderFirst>(intruder_done);
   std::string intruder_saw;
   std::thread intruder([&] {
     // Rank 1 accepts from rank 0; knock on its door first with a made-up token.
-    std::string rec = to_string(store->get("conf/tcp/addr/1", std::chrono::seconds(10)));
+    std::string rec = to_string(store->MemStore::get("conf/tcp/addr/1", std::chrono::seconds(10)));
     int fd = net::connect_retry(net::resolve(rec.substr(0, rec.find(' '))), net::Clock::now() + std::chrono::seconds(5));
     tcp::Hello h = good_hello(wire::random_secret());
     h.from = 0;
