@@ -1,13 +1,16 @@
 // TCP specifics: the wire checks, striping, interface choice, IPv6, and strangers at the door.
 #include <catch2/catch.hpp>
 
+#include <linux/sockios.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstring>
 
 #include "core/socket.h"
 #include "tests/transport/conformance.h"
+#include "transport/tcp/connection.h"
 #include "transport/tcp/interface.h"
 #include "transport/tcp/wire.h"
 
@@ -258,4 +261,60 @@ TEST_CASE("a peer that sends a malformed frame fails the link with the reason, n
   rank1.join();
   close(fd);
   CHECK_THAT(err, Catch::Contains("malformed frame") && Catch::Contains("exceeds"));
+}
+
+TEST_CASE("a read takes one message and leaves the next ones in the kernel") {
+  // Emptying a socket while two small segments are unacknowledged makes the kernel send a bare
+  // ACK; later messages stay queued until they are waited for. A fake rank 0 sends three
+  // 8-byte messages in one segment.
+  auto store = std::make_shared<MemStore>();
+  std::vector<transport::PeerInfo> peers = {{0, 1, "a"}, {1, 2, "b"}};
+  std::string err;
+  std::vector<int> queued;  // bytes left in the socket after each message is delivered
+  std::vector<uint64_t> got;
+  std::thread rank1([&] {
+    try {
+      transport::Transport* t = find("tcp");
+      transport::ConnectArgs a{store.get(), "one", &peers, 1, {0}, 10.0};
+      auto d = t->connect(a);
+      Monitor mon(d.get(), 10);
+      auto* link = dynamic_cast<tcp::TcpLink*>(d->link(0));
+      if (!link) fail(coralInternalError, "not a TcpLink");
+      for (int m = 0; m < 3; ++m) {
+        transport::Message msg = link->recv_peek(mon, true);
+        uint64_t v = 0;
+        std::memcpy(&v, msg.data, sizeof v);
+        got.push_back(v);
+        int q = -1;
+        ioctl(link->sock(0).fd, SIOCINQ, &q);
+        queued.push_back(q);
+        link->recv_release();
+      }
+    } catch (const Error& e) {
+      err = e.what();
+    }
+  });
+  std::string rec = to_string(store->get("one/addr/1", std::chrono::seconds(10)));
+  char addr[128], hex[80];
+  REQUIRE(std::sscanf(rec.c_str(), "%127s %79s", addr, hex) == 2);
+  int fd = net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5));
+  tcp::Hello h = good_hello(wire::secret_from_hex(hex));
+  h.from = 0;
+  h.to = 1;
+  h.nsocks = 1;
+  net::send_all(fd, &h, sizeof h, net::Clock::now() + std::chrono::seconds(5));
+  struct {
+    tcp::Frame f;
+    uint64_t v;
+  } msgs[3];
+  static_assert(sizeof msgs == 3 * (sizeof(tcp::Frame) + 8));
+  for (uint64_t m = 0; m < 3; ++m)
+    msgs[m] = {{tcp::kFrameMagic, static_cast<uint8_t>(tcp::Kind::Data), 0, 1, 8, 8, 0, 0, m, 7}, 100 + m};
+  net::send_all(fd, msgs, sizeof msgs, net::Clock::now() + std::chrono::seconds(5));
+  rank1.join();
+  close(fd);
+  REQUIRE(err == "");
+  CHECK(got == std::vector<uint64_t>{100, 101, 102});
+  // The first read found all three in the kernel (one segment) and took only the first.
+  CHECK(queued == std::vector<int>{96, 48, 0});
 }

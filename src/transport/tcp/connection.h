@@ -41,6 +41,8 @@ struct Sock {
   std::byte* dest = nullptr;
   size_t left = 0;
   uint64_t next_seq = 0;  // no Data frame on this socket may have a lower seq
+  uint32_t predict = 0;   // payload bytes of the last frame: the next read asks for one such frame
+  bool got_data = false;  // a Data frame ended during this read_socket call
   bool out_armed = false; // helper-thread mode: EPOLLOUT is on in the owner's epoll set
 };
 
@@ -64,8 +66,9 @@ class TcpLink : public Link {
   void recv_release() override;
 
   // Called by the domain under its lock (see IoLock for io).
-  // Reads what the socket has; false once it is closed (take it out of the poll set).
-  bool read_socket(int sock, IoLock* io = nullptr);
+  // Reads up to one message from the socket; false once it is closed (take it out of the poll
+  // set). One, not all the kernel has (unless all): see the definition.
+  bool read_socket(int sock, IoLock* io = nullptr, bool all = false);
   // Writes what the kernel takes; true when nothing is left to write.
   bool write_out();
   bool write_socket(int sock, IoLock* io) { return write_socket(socks_[static_cast<size_t>(sock)], io); }

@@ -253,7 +253,7 @@ void TcpDomain::progress_link(TcpLink* focus) {
   }
 }
 
-void TcpDomain::progress(int timeout_ms) {
+void TcpDomain::progress(int timeout_ms, const TcpLink* focus, bool small_too) {
   write_pending();
   const bool sleeping = timeout_ms > 0 && !writers_.empty();
   if (sleeping)
@@ -266,7 +266,12 @@ void TcpDomain::progress(int timeout_ms) {
     if (ev[k].events & EPOLLOUT) {
       if (!l->write_out()) want_write(l);
     }
-    if ((ev[k].events & ~EPOLLOUT) && !l->read_socket(sock)) epoll_ctl(epfd_, EPOLL_CTL_DEL, l->sock(sock).fd, nullptr);
+    if (!(ev[k].events & ~EPOLLOUT)) continue;
+    if (!small_too && l != focus && !(ev[k].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+      int queued = 0;
+      if (ioctl(l->sock(sock).fd, SIOCINQ, &queued) == 0 && queued < kEarlyReadBytes) continue;
+    }
+    if (!l->read_socket(sock)) epoll_ctl(epfd_, EPOLL_CTL_DEL, l->sock(sock).fd, nullptr);
   }
   if (sleeping)
     for (TcpLink* l : writers_) set_events(l, false);

@@ -40,13 +40,14 @@ class TcpDomain : public Domain {
   void advance() override {
     if (threaded()) return;
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    if (++advances_ % kFullPass == 0) progress(0);
+    if (++advances_ % kFullPass == 0) progress(0, nullptr, advances_ % (kFullPass * kFullPass) == 0);
     else write_pending();
   }
 
   // One pass over the sockets: write what is pending, read what arrived. timeout_ms > 0 sleeps
-  // until something happens.
-  void progress(int timeout_ms);
+  // until something happens. With small_too false, sockets other than focus's are read only
+  // when a stream is backing up in them (kEarlyReadBytes) or the connection ended (see wait).
+  void progress(int timeout_ms, const TcpLink* focus = nullptr, bool small_too = true);
   // Writes what is pending and reads only the sockets of `focus`.
   void progress_link(TcpLink* focus);
   // A link queued output (under the lock): written now, or handed to the sockets' helper threads.
@@ -59,12 +60,14 @@ class TcpDomain : public Domain {
   // free, so a peer always keeps max_in_flight() >= 2 messages of room, the depth the schedules
   // are verified against; nothing can deadlock on a credit this side still holds.
   //
-  // A spinning wait reads only the link it waits on, and all sockets on every kFullPass-th
-  // poll. Why: reading a small message early, before this side's reply on the same connection
-  // carries the acknowledgement, makes the kernel send a bare ACK at once (a second small
-  // segment unacknowledged): one more packet through the whole stack per message, which cost
-  // a 4-host 8-byte all-reduce ~15% on 2 cores. The periodic full pass keeps every peer's
-  // sends moving (its data leaves the kernel's buffers), which is all the schedules need.
+  // A spinning wait reads only the link it waits on. Why: reading a small message early,
+  // before this side's reply on the same connection carries the acknowledgement, makes the
+  // kernel send a bare ACK at once (a second small segment unacknowledged): one more packet
+  // through the whole stack per message, which cost a 4-host 8-byte all-reduce 15-40% on 2
+  // cores. Every kFullPass-th poll reads the other sockets where a stream is backing up (so
+  // bulk senders keep going) or a connection ended (failures show at once); every
+  // kFullPass^2-th poll, and every sleep, reads everything (aborts, stray small frames). The
+  // schedules need no more: a peer's sends never wait on this side reading them early.
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
     if (threaded()) {
@@ -91,7 +94,8 @@ class TcpDomain : public Domain {
     network_wait(
         mon, peer, this, mu_,
         [&] {
-          if (focus == nullptr || ++polls % kFullPass == 0) progress(0);
+          if (focus == nullptr) progress(0);
+          else if (++polls % kFullPass == 0) progress(0, focus, polls % (kFullPass * kFullPass) == 0);
           else progress_link(focus);
         },
         [&] { progress(20); }, ready);
@@ -99,6 +103,9 @@ class TcpDomain : public Domain {
 
  private:
   static constexpr unsigned kFullPass = 16;
+  // Input a spinning pass leaves in a socket of another link: the kernel holds it without
+  // slowing the sender (its buffers are far larger), and reading it early costs a bare ACK.
+  static constexpr int kEarlyReadBytes = 16 << 10;
   struct IoThread {
     int epfd = -1;
     int kick = -1;  // eventfd: output was queued on one of this thread's sockets
