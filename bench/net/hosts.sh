@@ -4,8 +4,8 @@
 #   - iperf3 goodput host 1 -> host 0 (the point-to-point TCP ceiling);
 #   - ring and auto all-reduce busbw at 1 MiB and 16 MiB, 4 hosts x 1 rank (coral-allreduce-bench);
 #   - 8-byte all-reduce latency, 4 hosts x 1 rank, Coral against Open MPI (mpi_yield_when_idle=1,
-#     its TCP BTL) and against bare sockets doing the same exchange (floor_rd.c), and Open MPI's
-#     busbw for reference;
+#     its TCP BTL) and against bare TCP sockets and bare UDP datagrams doing the same exchange
+#     (floor_rd.c), and Open MPI's busbw for reference;
 #   - 2 hosts x 2 ranks: hierarchical against flat ring at 16 MiB.
 # usage: bench/net/hosts.sh [--rate 1gbit] [--reps 3]      (needs a build/ and coral-run)
 set -u
@@ -27,9 +27,9 @@ have_ompi=0
 if command -v mpicc.openmpi >/dev/null && mpicc.openmpi -O2 -o "$tmp/ar_ompi" bench/peers/allreduce_mpi.c; then have_ompi=1; fi
 cc -O2 -o "$tmp/floor_rd" bench/net/floor_rd.c || exit 1
 floor() {  # the same 8-byte exchange over bare sockets, no library: the kernel's floor here
-  local i pids=()
+  local i pids=() udp=${1:-0}
   for i in 0 1 2 3; do
-    on_host "$i" "$tmp/floor_rd" "$i" 4 "$(host_addr 0)" "$(host_addr 1)" "$(host_addr 2)" "$(host_addr 3)" 31000 &
+    FLOOR_UDP=$udp on_host "$i" "$tmp/floor_rd" "$i" 4 "$(host_addr 0)" "$(host_addr 1)" "$(host_addr 2)" "$(host_addr 3)" $((31000 + 100 * udp)) &
     pids+=($!)
   done
   wait "${pids[@]}"
@@ -57,7 +57,8 @@ for ((r = 0; r < reps; r++)); do
     CORAL_ALGO=$algo run_job 1 "$bench" 1048576 16777216 2>/dev/null | sed -n "s/^h0 \[0\] coral/coral-$algo/p"
   done
   run_job 1 "$bench" 8 2>/dev/null | sed -n 's/^h0 \[0\] coral/coral-auto/p'
-  floor
+  floor 0
+  floor 1
   [ $have_ompi = 1 ] && ompi 4 8 1048576 16777216
 done
 netns_down
