@@ -35,6 +35,25 @@ wait $pid
 grep -c got-term /tmp/coral-run-term.$$ | grep -q 2 || fail "SIGTERM not forwarded: $(cat /tmp/coral-run-term.$$)"
 rm -f /tmp/coral-run-term.$$
 
+# --bind-to core: each rank on one CPU of coral-run's own set, round-robin, distinct while
+# there are CPUs enough; none (the default) leaves the whole set.
+allowed=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+ncpu=$(nproc)
+out=$("$run" -n 3 --bind-to core --no-prefix -- bash -c 'echo "$CORAL_RANK $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"') ||
+  fail "--bind-to core run failed"
+for r in 0 1 2; do
+  cpu=$(echo "$out" | awk -v r=$r '$1 == r {print $2}')
+  [[ "$cpu" =~ ^[0-9]+$ ]] || fail "rank $r is not bound to one CPU: '$cpu'"
+  eval "cpu$r=$cpu"
+done
+[ "$ncpu" -ge 2 ] && [ "$cpu0" = "$cpu1" ] && fail "ranks 0 and 1 share CPU $cpu0 with $ncpu CPUs"
+[ "$ncpu" -eq 2 ] && [ "$cpu2" != "$cpu0" ] && fail "rank 2 should wrap onto rank 0's CPU"
+out=$("$run" -n 1 --no-prefix -- awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+[ "$out" = "$allowed" ] || fail "an unbound rank got '$out', not '$allowed'"
+err=$("$run" -n 1 --bind-to socket true 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "--bind-to socket: exit status $rc"
+echo "$err" | grep -q "expected core or none" || fail "--bind-to socket: $err"
+
 # Bad usage.
 "$run" 2>/dev/null && fail "no -n accepted"
 "$run" -n 2 2>/dev/null && fail "no program accepted"

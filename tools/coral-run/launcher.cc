@@ -65,7 +65,7 @@ int exit_code(int status) {
 }
 
 pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t& old_mask,
-            const std::string& root, const std::string& secret) {
+            const std::string& root, const std::string& secret, const std::vector<int>& cpus) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   // Child: die with the launcher, restore signals, wire output, set the rank's environment.
@@ -82,6 +82,10 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
   setenv("CORAL_LOCAL_SIZE", std::to_string(opt.nranks).c_str(), 1);
   setenv("CORAL_ROOT", root.c_str(), 1);
   setenv("CORAL_SECRET", secret.c_str(), 1);
+  if (opt.bind == Bind::Core) {
+    std::string why = bind_rank(cpus, rank);
+    if (!why.empty()) std::fprintf(stderr, "coral-run: rank %d runs unbound: %s\n", rank, why.c_str());
+  }
   std::vector<char*> argv;
   for (const std::string& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -113,6 +117,7 @@ int launch(const Options& opt) {
 
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
+  const std::vector<int> cpus = opt.bind == Bind::Core ? cpu_order() : std::vector<int>{};
   std::vector<Rank> ranks(opt.nranks);
   std::vector<Stream> streams;
   for (int r = 0; r < opt.nranks; ++r) {
@@ -121,7 +126,7 @@ int launch(const Options& opt) {
       std::perror("coral-run: pipe");
       return 1;
     }
-    ranks[r].pid = spawn(opt, r, out, err, old_mask, root, wire::secret_to_hex(secret));
+    ranks[r].pid = spawn(opt, r, out, err, old_mask, root, wire::secret_to_hex(secret), cpus);
     ranks[r].running = ranks[r].pid > 0;
     if (ranks[r].pid > 0) setpgid(ranks[r].pid, ranks[r].pid);
     close(out[1]);

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/coral-run/bind.h"
+
 namespace coral::run {
 
 struct Options {
@@ -15,6 +17,7 @@ struct Options {
   std::string secret;  // hex, the same on every node (CORAL_SECRET)
   bool prefix = true;
   double timeout_s = 0;  // 0: none
+  Bind bind = Bind::None;
   std::vector<std::string> command;
 };
 

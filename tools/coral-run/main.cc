@@ -1,8 +1,9 @@
-// coral-run -n N [--no-prefix] [--timeout S] [--] prog args...
+// coral-run -n N [--no-prefix] [--timeout S] [--bind-to core|none] [--] prog args...
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 #include "tools/coral-run/launcher.h"
 
@@ -19,6 +20,11 @@ int main(int argc, char** argv) {
   app.add_option("--root", opt.root, "host:port of node 0's store (default: MASTER_ADDR:MASTER_PORT or CORAL_ROOT)");
   app.add_option("--timeout", opt.timeout_s, "stop all ranks after this many seconds (exit 124)")
       ->check(CLI::NonNegativeNumber);
+  std::string bind = "none";
+  app.add_option("--bind-to", bind,
+                 "core: pin local rank i to one CPU, a core each before hyperthread siblings, round-robin "
+                 "(as mpirun --bind-to core); none: leave placement to the kernel")
+      ->default_str("none");
   app.prefix_command();
   try {
     app.parse(argc, argv);
@@ -32,6 +38,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   opt.prefix = !no_prefix;
+  try {
+    opt.bind = coral::run::parse_bind(bind);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "coral-run: %s\n", e.what());
+    return 2;
+  }
   if (opt.nnodes > 1) {
     if (opt.node_rank >= opt.nnodes) {
       std::fprintf(stderr, "coral-run: --node-rank %d must be below --nnodes %d\n", opt.node_rank, opt.nnodes);
