@@ -1,7 +1,11 @@
 #!/bin/bash
 # Is auto as good as the best single algorithm? Runs coral-bench all-reduce from 16 B to 64 MiB
-# under every algorithm and under auto, interleaved, --reps times, at each P (default 4 and 8),
-# and prints per size the median time of auto, of the best fixed algorithm and of the ring.
+# under every algorithm and under auto, --reps times, at each P (default 4 and 8), ranks pinned
+# one per CPU (coral-run --bind-to core: unpinned, the placement the kernel draws moves a run by
+# ~40%). One rep runs every algorithm back to back over one size range, so the runs of a rep
+# share the machine's state; the ratios are taken within each rep and their median reported
+# (the machine's speed drifts by up to 2x over minutes, which medians of raw times across reps
+# would mistake for differences between algorithms). The table also shows median raw times.
 # Targets: auto within 10% of the best (time(auto) <= 1.1 x time(best)) at every size, and at
 # least 3x faster than the ring from 16 B to 4 KiB. A gap over 10% where auto picked the best
 # algorithm itself is reported as noise, not a miss. Exits 1 when a target is missed.
@@ -19,47 +23,53 @@ while [ $# -gt 0 ]; do
   esac
 done
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.sw"' EXIT
+# The floor under small calls with two ranks per core: one round trip of context switches.
+cc -O2 -o "$out.sw" bench/tuner/switch_floor.c && "$out.sw"
 algos=(auto ring tree rhd rd oneshot twoshot hier)
 for p in $ranks; do
-  for r in $(seq "$reps"); do
-    # A different algorithm goes first each round: the first run after a pause is often slower.
-    for ((i = 0; i < ${#algos[@]}; i++)); do
-      a=${algos[$(((i + r) % ${#algos[@]}))]}
-      # Up to 64 KiB a call takes microseconds: ten times the iterations steady the medians.
-      for range in "16 64K $((iters * 10))" "256K 64M $iters"; do
-        set -- $range
-        "$build/tools/coral-run/coral-run" -n "$p" --no-prefix "$build/bench/coral-bench" -b "$1" -e "$2" -f 4 \
-          -n "$3" -w 3 --algo "$a" | awk -v p="$p" -v a="$a" '/^ +[0-9]/ {print p, a, $1, $6, $(NF-2)}' >>"$out"
+  # Up to 64 KiB a call takes microseconds: ten times the iterations steady the medians.
+  for range in "16 64K $((iters * 10))" "256K 64M $iters"; do
+    set -- $range
+    for r in $(seq "$reps"); do
+      # A different algorithm goes first each rep: the first run after a pause is often slower.
+      for ((i = 0; i < ${#algos[@]}; i++)); do
+        a=${algos[$(((i + r) % ${#algos[@]}))]}
+        "$build/tools/coral-run/coral-run" -n "$p" --bind-to core --no-prefix "$build/bench/coral-bench" -b "$1" -e "$2" \
+          -f 4 -n "$3" -w 3 --algo "$a" | awk -v p="$p" -v a="$a" -v r="$r" '/^ +[0-9]/ {print p, r, a, $1, $6, $(NF-2)}' >>"$out"
       done
     done
   done
 done
 python3 - "$out" <<'PY'
 import collections, statistics, sys
-t = collections.defaultdict(list)
-chosen = {}
+t = collections.defaultdict(dict)  # (p, algo, size) -> {rep: us}
+chosen = collections.defaultdict(collections.Counter)
 for line in open(sys.argv[1]):
-    p, algo, size, us, picked = line.split()
-    t[(int(p), algo, int(size))].append(float(us))
-    if algo == "auto": chosen[(int(p), int(size))] = picked
+    p, rep, algo, size, us, picked = line.split()
+    t[(int(p), algo, int(size))][int(rep)] = float(us)
+    if algo == "auto": chosen[(int(p), int(size))][picked] += 1
+def paired(p, size, num, den):  # median over reps of num's time / den's time in the same rep
+    a, b = t[(p, num, size)], t[(p, den, size)]
+    return statistics.median(a[r] / b[r] for r in a if r in b)
 missed = 0
 for p in sorted({k[0] for k in t}):
-    print(f"\nP={p}: median time (us) per size; auto's choice; best fixed algorithm")
+    print(f"\nP={p}: median time (us) per size; auto's choice; best fixed algorithm; ratios paired per rep")
     print(f"{'bytes':>10} {'auto':>10} {'choice':>8} {'best':>10} {'algo':>8} {'auto/best':>9} {'ring/auto':>9}")
     for size in sorted({k[2] for k in t if k[0] == p}):
-        med = {a: statistics.median(v) for (pp, a, s), v in t.items() if pp == p and s == size}
+        med = {a: statistics.median(v.values()) for (pp, a, s), v in t.items() if pp == p and s == size}
         auto = med.pop("auto")
-        best_algo = min(med, key=med.get)
-        ratio, ring = auto / med[best_algo], med["ring"] / auto
+        best_algo = min(med, key=lambda a: paired(p, size, a, "auto"))  # fastest against auto, rep by rep
+        pick = chosen[(p, size)].most_common(1)[0][0]
+        ratio, ring = paired(p, size, "auto", best_algo), paired(p, size, "ring", "auto")
         flag = ""
-        # When auto picked the best algorithm, the two medians time the same code: their gap
-        # is this machine's noise, not a worse choice.
-        if ratio > 1.10 and chosen[(p, size)] != best_algo: flag += "  MISSED 10%"
+        # When auto picked the best algorithm, the two time the same code: their gap is this
+        # machine's noise, not a worse choice.
+        if ratio > 1.10 and pick != best_algo: flag += "  MISSED 10%"
         elif ratio > 1.10: flag += "  (same pick: noise)"
         if size <= 4096 and ring < 3: flag += "  MISSED 3x ring"
         missed += "MISSED" in flag
-        print(f"{size:>10} {auto:>10.2f} {chosen[(p, size)]:>8} {med[best_algo]:>10.2f} {best_algo:>8} "
+        print(f"{size:>10} {auto:>10.2f} {pick:>8} {med[best_algo]:>10.2f} {best_algo:>8} "
               f"{ratio:>9.3f} {ring:>9.2f}{flag}")
 print(f"\n{missed} target(s) missed")
 sys.exit(1 if missed else 0)
