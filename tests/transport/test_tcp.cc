@@ -31,6 +31,21 @@ tcp::Hello good_hello(const wire::Secret& token) {
   return h;
 }
 
+// A fake rank 0 of a 2-rank job under `prefix` that knows the job's token (as a buggy or
+// out-of-date build would): connects to rank 1 and says hello; returns the socket.
+int fake_rank0(MemStore& store, const std::string& prefix) {
+  std::string rec = to_string(store.get(prefix + "/addr/1", std::chrono::seconds(10)));
+  char addr[128], hex[80];
+  if (std::sscanf(rec.c_str(), "%127s %79s", addr, hex) != 2) fail(coralInternalError, "address record: " + rec);
+  int fd = net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5));
+  tcp::Hello h = good_hello(wire::secret_from_hex(hex));
+  h.from = 0;
+  h.to = 1;
+  h.nsocks = 1;
+  net::send_all(fd, &h, sizeof h, net::Clock::now() + std::chrono::seconds(5));
+  return fd;
+}
+
 // Round trip of `msgs` messages of `bytes` from rank 0 to 1 with every byte checked.
 std::string transfer(int msgs, size_t bytes) {
   return on_ranks("tcp", 2, [&](int r, transport::Domain& d) {
@@ -247,15 +262,7 @@ TEST_CASE("a peer that sends a malformed frame fails the link with the reason, n
       err = e.what();
     }
   });
-  std::string rec = to_string(store->get("bad/addr/1", std::chrono::seconds(10)));
-  char addr[128], hex[80];
-  REQUIRE(std::sscanf(rec.c_str(), "%127s %79s", addr, hex) == 2);
-  int fd = net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5));
-  tcp::Hello h = good_hello(wire::secret_from_hex(hex));
-  h.from = 0;
-  h.to = 1;
-  h.nsocks = 1;
-  net::send_all(fd, &h, sizeof h, net::Clock::now() + std::chrono::seconds(5));
+  int fd = fake_rank0(*store, "bad");
   tcp::Frame f{tcp::kFrameMagic, static_cast<uint8_t>(tcp::Kind::Data), 0, 1, 1u << 30, 1u << 30, 0, 0, 0, 1};
   net::send_all(fd, &f, sizeof f, net::Clock::now() + std::chrono::seconds(5));
   rank1.join();
@@ -294,15 +301,7 @@ TEST_CASE("a read takes one message and leaves the next ones in the kernel") {
       err = e.what();
     }
   });
-  std::string rec = to_string(store->get("one/addr/1", std::chrono::seconds(10)));
-  char addr[128], hex[80];
-  REQUIRE(std::sscanf(rec.c_str(), "%127s %79s", addr, hex) == 2);
-  int fd = net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5));
-  tcp::Hello h = good_hello(wire::secret_from_hex(hex));
-  h.from = 0;
-  h.to = 1;
-  h.nsocks = 1;
-  net::send_all(fd, &h, sizeof h, net::Clock::now() + std::chrono::seconds(5));
+  int fd = fake_rank0(*store, "one");
   struct {
     tcp::Frame f;
     uint64_t v;
