@@ -273,7 +273,8 @@ TEST_CASE("a peer that sends a malformed frame fails the link with the reason, n
 TEST_CASE("a read takes one message and leaves the next ones in the kernel") {
   // Emptying a socket while two small segments are unacknowledged makes the kernel send a bare
   // ACK; later messages stay queued until they are waited for. A fake rank 0 sends three
-  // 8-byte messages in one segment.
+  // 8-byte messages in one segment. Inline I/O: helper threads read whatever arrives.
+  Env inline_io("CORAL_SOCKET_NTHREADS", "0");
   auto store = std::make_shared<MemStore>();
   std::vector<transport::PeerInfo> peers = {{0, 1, "a"}, {1, 2, "b"}};
   std::string err;

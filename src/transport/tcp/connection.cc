@@ -200,7 +200,7 @@ void TcpLink::lose(const std::string& why) {
 // which would carry the acknowledgement, has gone out. Left queued, that message is read after
 // the reply, and no extra packet crosses the stack (a 4-host 8-byte all-reduce sent 0.7 bare
 // ACKs per call on one link before this).
-bool TcpLink::read_socket(int index, IoLock* io, bool all) {
+bool TcpLink::read_socket(int index, IoLock* io) {
   Sock& s = socks_[static_cast<size_t>(index)];
   if (!s.open) return false;
   if (!s.bounce) s.bounce.reset(new std::byte[kBounce]);
@@ -222,13 +222,12 @@ bool TcpLink::read_socket(int index, IoLock* io, bool all) {
       break;
     }
     if (n == 0) {
-      // After its goodbye a peer closes every socket; stripes of its last messages may still be
-      // queued on the others, so the link ends with its last socket.
+      // The goodbye travels on socket 0, so only socket 0's end tells a crash from a clean
+      // close. After a goodbye, stripes of the peer's last messages may still be queued on the
+      // other sockets: the link ends with its last socket.
       s.open = false;
-      // The goodbye travels on socket 0, maybe behind frames not read yet.
-      if (!bye_ && index != 0 && socks_[0].open) read_socket(0, io, true);
-      if (!bye_) lose(fmt::format("connection to rank {} ({}) closed", peer_, where_));
-      else if (std::none_of(socks_.begin(), socks_.end(), [](const Sock& o) { return o.open; }))
+      if (!bye_ && index == 0) lose(fmt::format("connection to rank {} ({}) closed", peer_, where_));
+      else if (bye_ && std::none_of(socks_.begin(), socks_.end(), [](const Sock& o) { return o.open; }))
         lose(fmt::format("rank {} ({}) closed its communicator", peer_, where_));
       return false;
     }
@@ -240,7 +239,7 @@ bool TcpLink::read_socket(int index, IoLock* io, bool all) {
       s.have += static_cast<size_t>(n);
       parse(s);
     }
-    if (static_cast<size_t>(n) < room || (s.got_data && !all)) return failed_.empty();  // drained, or a message in
+    if (static_cast<size_t>(n) < room || s.got_data) return failed_.empty();  // drained, or a message in
   }
   s.open = false;
   return false;

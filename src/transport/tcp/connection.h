@@ -67,8 +67,8 @@ class TcpLink : public Link {
 
   // Called by the domain under its lock (see IoLock for io).
   // Reads up to one message from the socket; false once it is closed (take it out of the poll
-  // set). One, not all the kernel has (unless all): see the definition.
-  bool read_socket(int sock, IoLock* io = nullptr, bool all = false);
+  // set). One, not all the kernel has: see the definition.
+  bool read_socket(int sock, IoLock* io = nullptr);
   // Writes what the kernel takes; true when nothing is left to write.
   bool write_out();
   bool write_socket(int sock, IoLock* io) { return write_socket(socks_[static_cast<size_t>(sock)], io); }
