@@ -253,6 +253,12 @@ void TcpDomain::progress_link(TcpLink* focus) {
   }
 }
 
+void TcpDomain::spin_pass(TcpLink* focus, unsigned n) {
+  if (n % kFullPass == 0) progress(0, focus, n % (kFullPass * kFullPass) == 0);
+  else if (focus) progress_link(focus);
+  else write_pending();
+}
+
 void TcpDomain::progress(int timeout_ms, const TcpLink* focus, bool small_too) {
   write_pending();
   const bool sleeping = timeout_ms > 0 && !writers_.empty();

@@ -40,8 +40,7 @@ class TcpDomain : public Domain {
   void advance() override {
     if (threaded()) return;
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    if (++advances_ % kFullPass == 0) progress(0, nullptr, advances_ % (kFullPass * kFullPass) == 0);
-    else write_pending();
+    spin_pass(nullptr, ++advances_);
   }
 
   // One pass over the sockets: write what is pending, read what arrived. timeout_ms > 0 sleeps
@@ -50,6 +49,9 @@ class TcpDomain : public Domain {
   void progress(int timeout_ms, const TcpLink* focus = nullptr, bool small_too = true);
   // Writes what is pending and reads only the sockets of `focus`.
   void progress_link(TcpLink* focus);
+  // Pass n of a spin: writes, reads focus (if any), and on every kFullPass-th pass the other
+  // links as progress(small_too) says, everything on every kFullPass^2-th (see wait).
+  void spin_pass(TcpLink* focus, unsigned n);
   // A link queued output (under the lock): written now, or handed to the sockets' helper threads.
   void output_queued(TcpLink* l);
   bool threaded() const { return !io_.empty(); }
@@ -95,8 +97,7 @@ class TcpDomain : public Domain {
         mon, peer, this, mu_,
         [&] {
           if (focus == nullptr) progress(0);
-          else if (++polls % kFullPass == 0) progress(0, focus, polls % (kFullPass * kFullPass) == 0);
-          else progress_link(focus);
+          else spin_pass(focus, ++polls);
         },
         [&] { progress(20); }, ready);
   }
