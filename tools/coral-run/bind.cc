@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <stdexcept>
 
 #ifdef CORAL_HAVE_HWLOC
@@ -19,45 +18,33 @@ Bind parse_bind(const std::string& s) {
   throw std::invalid_argument("--bind-to '" + s + "': expected core or none");
 }
 
-namespace {
-
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
-
-}  // namespace
-
 std::vector<int> cpu_order() {
-  std::vector<int> allowed = allowed_cpus();
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
+  std::vector<int> order;
 #ifdef CORAL_HAVE_HWLOC
   hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
-    // sibling index -> CPUs, in core order
-    std::map<int, std::vector<int>> by_sibling;
-    const int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-    for (int i = 0; i < ncores; ++i) {
-      hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, static_cast<unsigned>(i));
-      int k = 0;
-      for (int pu = hwloc_bitmap_first(core->cpuset); pu >= 0; pu = hwloc_bitmap_next(core->cpuset, pu)) {
-        for (int a : allowed)
-          if (a == pu) {
-            by_sibling[k++].push_back(pu);
-            break;
-          }
+  if (hwloc_topology_init(&topo) == 0) {
+    if (hwloc_topology_load(topo) == 0) {
+      std::vector<std::vector<int>> by_sibling;  // k -> the k-th allowed PU of every core, in core order
+      for (hwloc_obj_t core = nullptr; (core = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_CORE, core));) {
+        size_t k = 0;
+        for (int pu = hwloc_bitmap_first(core->cpuset); pu >= 0; pu = hwloc_bitmap_next(core->cpuset, pu)) {
+          if (pu >= CPU_SETSIZE || !CPU_ISSET(pu, &allowed)) continue;
+          if (by_sibling.size() <= k) by_sibling.emplace_back();
+          by_sibling[k++].push_back(pu);
+        }
       }
+      for (auto& cpus : by_sibling) order.insert(order.end(), cpus.begin(), cpus.end());
     }
     hwloc_topology_destroy(topo);
-    std::vector<int> order;
-    for (auto& [k, cpus] : by_sibling) order.insert(order.end(), cpus.begin(), cpus.end());
-    if (order.size() == allowed.size()) return order;
   }
+  if (static_cast<int>(order.size()) == CPU_COUNT(&allowed)) return order;
+  order.clear();
 #endif
-  return allowed;  // no topology: the kernel's numbering
+  for (int c = 0; c < CPU_SETSIZE; ++c)  // no topology: the kernel's numbering
+    if (CPU_ISSET(c, &allowed)) order.push_back(c);
+  return order;
 }
 
 std::string bind_rank(const std::vector<int>& cpus, int rank) {
