@@ -71,8 +71,8 @@ const std::vector<Knob>& knobs() {
        "1: a multi-host communicator measures its link classes at start (a few ms) for the tuner's cost model; 0: use defaults."},
       {"CORAL_CHUNK_BYTES", Type::Bytes, "0",
        "Pipelining chunk of every call, at most the transports' largest message. 0: the cost model "
-       "picks it for chains and trees (deep pipelines fill sooner with small chunks), others use "
-       "the largest message."},
+       "picks it for chain broadcast and reduce (deep pipelines fill sooner with small chunks), "
+       "others use the largest message."},
       {"CORAL_SPIN", Type::Int, "20000",
        "Polls a waiting rank makes before it yields the core; 0 blocks at once."},
       {"CORAL_KERNEL", Type::String, "auto",
