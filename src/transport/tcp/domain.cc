@@ -169,7 +169,7 @@ void TcpDomain::connect_all(const ConnectArgs& a) {
     for (int i = 0; i < l->nsocks(); ++i) {
       epoll_event ev{};
       ev.events = EPOLLIN | EPOLLRDHUP;
-      ev.data.u64 = (static_cast<uint64_t>(q) << 8) | static_cast<uint64_t>(i);
+      ev.data.u64 = sock_key(q, i);
       if (epoll_ctl(epfd_, EPOLL_CTL_ADD, v[static_cast<size_t>(i)], &ev) != 0) fail_errno("epoll_ctl", errno);
     }
     links_.emplace(q, std::move(l));
@@ -229,7 +229,7 @@ void TcpDomain::set_events(TcpLink* l, bool want_out) {
     if (!s.open || s.out.empty()) continue;
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP | (want_out ? uint32_t{EPOLLOUT} : 0u);
-    ev.data.u64 = (static_cast<uint64_t>(l->peer()) << 8) | static_cast<uint64_t>(i);
+    ev.data.u64 = sock_key(l->peer(), i);
     epoll_ctl(epfd_, EPOLL_CTL_MOD, s.fd, &ev);
   }
 }
@@ -267,7 +267,7 @@ void TcpDomain::progress(int timeout_ms, const TcpLink* focus, bool small_too) {
   epoll_event ev[64];
   int n = epoll_wait(epfd_, ev, 64, timeout_ms);
   for (int k = 0; k < n; ++k) {
-    int peer = static_cast<int>(ev[k].data.u64 >> 8), sock = static_cast<int>(ev[k].data.u64 & 0xff);
+    const int peer = key_peer(ev[k].data.u64), sock = key_sock(ev[k].data.u64);
     TcpLink* l = links_.at(peer).get();
     if (ev[k].events & EPOLLOUT) {
       if (!l->write_out()) want_write(l);

@@ -104,6 +104,10 @@ class TcpDomain : public Domain {
 
  private:
   static constexpr unsigned kFullPass = 16;
+  // epoll data of a socket: its peer and its index on the link.
+  static uint64_t sock_key(int peer, int sock) { return (static_cast<uint64_t>(peer) << 8) | static_cast<uint64_t>(sock); }
+  static int key_peer(uint64_t key) { return static_cast<int>(key >> 8); }
+  static int key_sock(uint64_t key) { return static_cast<int>(key & 0xff); }
   // Input a spinning pass leaves in a socket of another link: the kernel holds it without
   // slowing the sender (its buffers are far larger), and reading it early costs a bare ACK.
   static constexpr int kEarlyReadBytes = 16 << 10;

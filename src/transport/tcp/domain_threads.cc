@@ -19,8 +19,6 @@ namespace coral::transport::tcp {
 
 namespace {
 constexpr uint64_t kKick = ~uint64_t{0};
-
-uint64_t key(int peer, int sock) { return (static_cast<uint64_t>(peer) << 8) | static_cast<uint64_t>(sock); }
 }  // namespace
 
 void TcpDomain::start_threads(int n) {
@@ -46,7 +44,7 @@ void TcpDomain::start_threads(int n) {
       epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr);
       epoll_event ev{};
       ev.events = EPOLLIN | EPOLLRDHUP;
-      ev.data.u64 = key(q, i);
+      ev.data.u64 = sock_key(q, i);
       if (epoll_ctl(io_[static_cast<size_t>(i % n)]->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) fail_errno("epoll_ctl", errno);
     }
   const int rank = log::thread_rank();  // the helpers log as the rank they work for
@@ -88,7 +86,7 @@ void TcpDomain::io_loop(IoThread& t, int index) {
           kicked = true;
           continue;
         }
-        const int peer = static_cast<int>(ev[k].data.u64 >> 8), sock = static_cast<int>(ev[k].data.u64 & 0xff);
+        const int peer = key_peer(ev[k].data.u64), sock = key_sock(ev[k].data.u64);
         TcpLink* l = links_.at(peer).get();
         if (ev[k].events & EPOLLOUT) flush(t, l, sock, lk);
         if ((ev[k].events & ~EPOLLOUT) && !l->read_socket(sock, &lk))
@@ -112,7 +110,7 @@ void TcpDomain::flush(IoThread& t, TcpLink* l, int sock, IoLock& lk) {
   s.out_armed = want_out;
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP | (s.out_armed ? uint32_t{EPOLLOUT} : 0u);
-  ev.data.u64 = key(l->peer(), sock);
+  ev.data.u64 = sock_key(l->peer(), sock);
   epoll_ctl(t.epfd, EPOLL_CTL_MOD, s.fd, &ev);
 }
 
