@@ -28,8 +28,8 @@ using Clock = std::chrono::steady_clock;
 class Monitor : public WaitMonitor {
  public:
   Monitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
-          double timeout_s, const char* what, int spin_polls, int pause)
-      : rank_(rank), domain_of_(domain_of), polled_(polled), timeout_s_(timeout_s), what_(what) {
+          double timeout_s, const char* what, int spin_polls, int pause, transport::Domain* cpu_gate)
+      : rank_(rank), domain_of_(domain_of), polled_(polled), cpu_gate_(cpu_gate), timeout_s_(timeout_s), what_(what) {
     spin = spin_polls;
     pause_polls = pause;
     if (!polled_.empty()) sleep_slice_ns = 1000 * 1000;
@@ -37,6 +37,10 @@ class Monitor : public WaitMonitor {
   void poll_others(const void* self) override {
     for (transport::Domain* d : polled_)
       if (d != self) d->advance();
+  }
+  void yield_core(int peer) override {
+    if (cpu_gate_) cpu_gate_->give_way(peer);
+    else sched_yield();
   }
   // Only called once a wait has gone to sleep, so the clock is read off the fast path: the
   // timeout counts from the first sleep of this operation.
@@ -57,6 +61,7 @@ class Monitor : public WaitMonitor {
   int rank_;
   transport::Domain* const* domain_of_;
   const std::vector<transport::Domain*>& polled_;
+  transport::Domain* cpu_gate_;  // the shared-memory domain: knows what this CPU's other ranks wait for
   Clock::time_point deadline_{};
   double timeout_s_;
   const char* what_;
@@ -121,6 +126,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
     log::info(log::Init, "{} connects {} peers", t->name(), ca.targets.size());
     for (int q : ca.targets) transport_of_[q] = t->name();
     if (dom->needs_polling()) polled_.push_back(dom.get());
+    if (std::string_view(t->name()) == "shm") cpu_gate_ = dom.get();
     domains_.push_back(std::move(dom));
   }
   for (int q = 0; q < nranks; ++q)
@@ -265,7 +271,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
   // caller's computation, which is what non-blocking calls exist to overlap.
   Monitor mon(rank_, device ? gpu_->domain_of.data() : domain_of_.data(), polled_, timeout_s_,
               sched::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
-              background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_);
+              background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, cpu_gate_);
   try {
     void* scratch;
     std::unique_ptr<gpu::CudaMemOps> mem;

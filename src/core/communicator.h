@@ -116,6 +116,7 @@ class Communicator {
   std::vector<transport::Link*> links_;
   std::vector<transport::Domain*> domain_of_;
   std::vector<transport::Domain*> polled_;  // transports a wait on any other must keep going
+  transport::Domain* cpu_gate_ = nullptr;   // decides whether a waiter's yield can help (shm)
   std::vector<std::string> transport_of_;
   size_t max_message_ = SIZE_MAX;
   uint64_t coll_seq_ = 0;

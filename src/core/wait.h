@@ -33,6 +33,8 @@ class WaitMonitor {
   // transport must keep the others going: a peer's message may be stuck in our send queue, or
   // in a protocol (rendezvous, acknowledgements) that needs this side to answer.
   virtual void poll_others(const void* self) { (void)self; }
+  // Gives the core away while waiting for `peer`, where that can help some rank run.
+  virtual void yield_core(int peer) { (void)peer; sched_yield(); }
   int spin = 20000;        // polls before sleeping on the futex
   int pause_polls = 1000;  // of which the first ones only pause; later ones yield the core
   long sleep_slice_ns = 20 * 1000 * 1000;  // shorter when network transports need polling
@@ -48,7 +50,7 @@ void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word,
     if (ready()) return;
     if (i % 16 == 15) mon.poll_others(nullptr);
     if (i < mon.pause_polls) _mm_pause();
-    else sched_yield();  // the peer we wait for may need this core
+    else mon.yield_core(peer);  // the peer we wait for may need this core
   }
   while (true) {
     uint32_t seen = word.load(std::memory_order_seq_cst);

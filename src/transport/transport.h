@@ -71,6 +71,9 @@ class Domain {
   // this transport never needs it (shared memory moves without help).
   virtual bool needs_polling() const { return false; }
   virtual void advance() {}
+  // A waiter for `peer` (global rank) gives up its core: sched_yield, unless this transport can
+  // tell that the yield would not help any rank run.
+  virtual void give_way(int peer) { (void)peer; sched_yield(); }
 };
 
 struct ConnectArgs {

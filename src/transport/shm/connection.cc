@@ -1,5 +1,6 @@
 #include "transport/shm/connection.h"
 
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -29,7 +30,8 @@ constexpr uint32_t kDirect = 0x80000000u;  // in SlotMeta::bytes: payload is in 
 }
 
 ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
-                 std::byte* in_slots, size_t direct_min, size_t inline_max)
+                 std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l,
+                 uint32_t peer_l)
     : peer_(peer),
       peer_pid_(peer_pid),
       geo_(g),
@@ -38,12 +40,34 @@ ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std:
       in_(in),
       in_slots_(in_slots),
       direct_min_(direct_min),
-      inline_max_(inline_max) {}
+      inline_max_(inline_max),
+      presence_(presence),
+      out_watch_{peer_l, me_l, true},
+      in_watch_{me_l, peer_l, false} {}
+
+template <class Ready>
+void ShmLink::await(WaitMonitor& mon, bool tail, uint32_t target, Ready ready) {
+  if (ready()) return;
+  if (!presence_) return wait_until(mon, peer_, tail ? out_->tail : in_->head,
+                                    tail ? out_->send_sleeping : in_->recv_sleeping, ready);
+  // Target before the watch: a reader that sees the watch sees its target.
+  presence_->cpu.store(sched_getcpu(), std::memory_order_relaxed);
+  presence_->target.store(target, std::memory_order_relaxed);
+  presence_->wait.store((tail ? out_watch_ : in_watch_).encode(), std::memory_order_release);
+  struct Clear {
+    Presence* p;
+    ~Clear() {
+      p->wait.store(0, std::memory_order_relaxed);
+      p->cpu.store(sched_getcpu(), std::memory_order_relaxed);
+    }
+  } clear{presence_};
+  wait_until(mon, peer_, tail ? out_->tail : in_->head, tail ? out_->send_sleeping : in_->recv_sleeping, ready);
+}
 
 void ShmLink::wait_credit(WaitMonitor& mon) {
   const uint32_t n = geo_.nslots;
   if (out_head_ - out_tail_seen_ >= n)
-    wait_until(mon, peer_, out_->tail, out_->send_sleeping, [&] {
+    await(mon, true, out_head_ - n + 1, [&] {
       out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
       return out_head_ - out_tail_seen_ < n;
     });
@@ -79,7 +103,7 @@ void ShmLink::send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonit
 
 void ShmLink::flush(WaitMonitor& mon) {
   if (out_tail_seen_ != out_head_)
-    wait_until(mon, peer_, out_->tail, out_->send_sleeping, [&] {
+    await(mon, true, out_head_, [&] {
       out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
       return out_tail_seen_ == out_head_;
     });
@@ -119,8 +143,7 @@ Message ShmLink::recv_peek(WaitMonitor& mon, bool want_local) {
   const uint32_t i = in_tail_ % geo_.nslots;
   SlotMeta& m = in_->meta[i];
   const uint32_t want = in_tail_ + 1;
-  wait_until(mon, peer_, in_->head, in_->recv_sleeping,
-             [&] { return m.seq.load(std::memory_order_acquire) == want; });
+  await(mon, false, want, [&] { return m.seq.load(std::memory_order_acquire) == want; });
   const size_t bytes = m.bytes & ~kDirect;
   std::byte* slot = in_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
   if (m.bytes & kDirect) {

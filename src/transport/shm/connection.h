@@ -15,8 +15,11 @@ class ShmLink : public Link {
  public:
   // out/in: the FIFO control blocks; out_slots/in_slots: their payload rings. Messages up to
   // inline_max bytes travel in the slot's control line.
+  // presence: this rank's, published while it waits (null: not published); me_l/peer_l: local
+  // indices of this rank and the peer.
   ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
-          std::byte* in_slots, size_t direct_min, size_t inline_max);
+          std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l,
+          uint32_t peer_l);
   size_t max_message() const override { return geo_.slot_bytes; }
   int max_in_flight() const override { return static_cast<int>(geo_.nslots); }
   std::byte* send_acquire(size_t bytes, WaitMonitor& mon) override;
@@ -30,6 +33,10 @@ class ShmLink : public Link {
 
  private:
   void wait_credit(WaitMonitor& mon);
+  // Waits for the peer to release up to message `target` of ours, or (tail=false) to commit
+  // message `target` of its own, publishing which counter it watches meanwhile.
+  template <class Ready>
+  void await(WaitMonitor& mon, bool tail, uint32_t target, Ready ready);
   void publish(uint32_t bytes_and_flags, uint64_t tag);
   void read_remote(void* dst, uint64_t addr, size_t bytes);
 
@@ -42,6 +49,8 @@ class ShmLink : public Link {
   std::byte* in_slots_;
   size_t direct_min_;
   size_t inline_max_;
+  Presence* presence_;
+  Watch out_watch_, in_watch_;  // our FIFO in the peer's segment (tail), theirs in ours (head)
   uint32_t out_head_ = 0;       // only this side writes out_->head
   uint32_t out_tail_seen_ = 0;  // last tail read: re-read only when the FIFO looks full
   uint32_t in_tail_ = 0;        // only this side writes in_->tail

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "transport/shm/presence.h"
+
 namespace coral::transport::shm {
 
 constexpr uint32_t kMaxSlots = 64;
@@ -14,7 +16,9 @@ struct Control {
   std::atomic<uint32_t> abort;
   std::atomic<uint32_t> claimed;  // the first aborter writes why
   char why[1016];
+  Presence presence;  // what this rank waits for (written by it alone)
 };
+static_assert(sizeof(Control) <= 4096);
 
 // One cache line per slot: the sequence number, size and tag, and small messages inline, so a
 // small message costs the receiver a single cache-line transfer.

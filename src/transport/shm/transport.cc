@@ -2,6 +2,7 @@
 // opened by name through the store and unlinked once everyone attached. Peer death is seen
 // through a pidfd; aborts through the control page of every peer's segment.
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,6 +32,10 @@ class ShmDomain : public Domain {
   std::string peer_failure(int peer) override;
   std::string remote_abort() override;
   void abort(const std::string& why) override;
+  void give_way(int peer) override {
+    if (yielder_) yielder_->give_way(peer);
+    else sched_yield();
+  }
 
  private:
   Geometry geo_{};
@@ -40,6 +45,7 @@ class ShmDomain : public Domain {
   std::map<int, std::unique_ptr<ShmLink>> links_;
   std::map<int, int> pidfds_;
   std::map<int, int> pids_;
+  std::unique_ptr<Yielder> yielder_;  // host memory only: the host domain is the one consulted
 };
 
 // A known value at a known address: peers read it to learn whether cross-memory attach works.
@@ -75,6 +81,8 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 
   mine_ = Segment::create(segment_name(a.prefix, a.rank), geo_.total());
+  Presence* presence = ext ? nullptr : &mine_.control()->presence;
+  mine_.control()->presence.cpu.store(-1);
   std::string geo_str = std::to_string(slot) + "x" + std::to_string(nslots);
   if (ext) a.store->set(a.prefix + "/slots/" + std::to_string(a.rank), to_bytes(ext->create(geo_.ring_bytes(), geo_.nlocal)));
   a.store->set(a.prefix + "/shm/" + std::to_string(a.rank),
@@ -105,13 +113,21 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     links_.emplace(q, std::make_unique<ShmLink>(q, (*a.peers)[q].pid, geo_, theirs_seg.fifo(geo_, me_l), out_slots,
                                                 mine_.fifo(geo_, q_l), in_slots,
                                                 direct_min && q_reads_me ? direct_min : SIZE_MAX,
-                                                ext ? 0 : kInlineBytes));
+                                                ext ? 0 : kInlineBytes, presence, me_l, q_l));
     int pid = (*a.peers)[q].pid;
     pids_[q] = pid;
     if (pid != getpid()) {
       int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
       if (fd >= 0) pidfds_[q] = fd;
     }
+  }
+  if (!ext) {
+    std::vector<const Segment*> by_local(local.size());
+    by_local[local_index(a.rank)] = &mine_;
+    for (auto& [q, seg] : theirs_) by_local[local_index(q)] = &seg;
+    std::vector<int> local_of(a.peers->size(), -1);
+    for (int r : local) local_of[r] = local_index(r);
+    yielder_ = std::make_unique<Yielder>(geo_, std::move(by_local), local_index(a.rank), std::move(local_of));
   }
   // Everyone attached: the names can go, so a crash later leaves nothing in /dev/shm.
   a.store->set(a.prefix + "/shm_attached/" + std::to_string(a.rank), {});
