@@ -200,8 +200,35 @@ struct Runner {
     }
   }
 
+  // A run of sends of one buffer to several peers (the one-shot all-reduce): written once to a
+  // board their links share and sent by reference. Returns the steps consumed (0: none here, or
+  // no board buffer free now, and the sends go the usual way).
+  size_t broadcast(const std::vector<sched::Step>& steps, size_t i) {
+    const sched::Step& first = steps[i];
+    if (first.kind != sched::OpKind::Send || first.count == 0) return 0;
+    transport::Board* board = link(first.peer).board();
+    const size_t bytes = first.count * es;
+    if (!board || (first.stable_src && bytes >= link(first.peer).direct_min_bytes())) return 0;
+    size_t j = i + 1;
+    while (j < steps.size() && steps[j].kind == sched::OpKind::Send && steps[j].count == first.count &&
+           steps[j].src.buf == first.src.buf && steps[j].src.off == first.src.off &&
+           link(steps[j].peer).board() == board)
+      ++j;
+    if (j - i < 2) return 0;
+    std::byte* buf = board->acquire(bytes);
+    if (!buf) return 0;
+    mem.to_slot(buf, ptr(first.src), bytes);
+    mem.fence();
+    for (size_t k = i; k < j; ++k) link(steps[k].peer).send_board(buf, bytes, x.tag, *x.monitor);
+    return j - i;
+  }
+
   void run_all(const sched::Schedule& s) {
     for (size_t i = 0; i < s.steps.size();) {
+      if (size_t n = broadcast(s.steps, i)) {
+        i += n;
+        continue;
+      }
       if (size_t n = fuse(s.steps, i)) {
         i += n;
         continue;

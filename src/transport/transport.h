@@ -20,6 +20,15 @@ struct Message {
   uint64_t tag;  // identifies the operation; a mismatch means ranks called different collectives
 };
 
+// Buffers a sender fills once and sends by reference over several links of one domain.
+class Board {
+ public:
+  virtual ~Board() = default;
+  // A buffer of `bytes`, or nullptr when none is free now or the size does not suit (then send
+  // the usual way). Never blocks.
+  virtual std::byte* acquire(size_t bytes) = 0;
+};
+
 class Link {
  public:
   virtual ~Link() = default;
@@ -36,6 +45,10 @@ class Link {
   virtual size_t direct_min_bytes() const { return SIZE_MAX; }
   // src must stay unchanged until flush() returns.
   virtual void send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon);
+  // The board this link can send from by reference (nullptr: none).
+  virtual Board* board() { return nullptr; }
+  // Sends `bytes` at buf, a filled buffer from board()->acquire, by reference.
+  virtual void send_board(const std::byte* buf, size_t bytes, uint64_t tag, WaitMonitor& mon);
   // Waits until the peer has released every message sent so far.
   virtual void flush(WaitMonitor&) {}
   // The next incoming message, valid until recv_release(). With want_local the payload is made

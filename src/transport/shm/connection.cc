@@ -26,12 +26,14 @@ extern "C" void __tsan_release(void* addr);
 namespace coral::transport::shm {
 
 namespace {
-constexpr uint32_t kDirect = 0x80000000u;  // in SlotMeta::bytes: payload is in the sender's memory
+// In SlotMeta::bytes: the payload is in the sender's memory (read with CMA), or on its board.
+constexpr uint32_t kDirect = 0x80000000u;
+constexpr uint32_t kBoard = 0x40000000u;
 }
 
 ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
                  std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l,
-                 uint32_t peer_l)
+                 uint32_t peer_l, ShmBoard* board, const std::byte* peer_board)
     : peer_(peer),
       peer_pid_(peer_pid),
       geo_(g),
@@ -43,7 +45,9 @@ ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std:
       inline_max_(inline_max),
       presence_(presence),
       out_watch_{peer_l, me_l, true},
-      in_watch_{me_l, peer_l, false} {}
+      in_watch_{me_l, peer_l, false},
+      board_(board),
+      peer_board_(peer_board) {}
 
 template <class Ready>
 void ShmLink::await(WaitMonitor& mon, bool tail, uint32_t target, Ready ready) {
@@ -101,6 +105,14 @@ void ShmLink::send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonit
   publish(static_cast<uint32_t>(bytes) | kDirect, tag);
 }
 
+void ShmLink::send_board(const std::byte* buf, size_t bytes, uint64_t tag, WaitMonitor& mon) {
+  wait_credit(mon);
+  const uint64_t off = board_->offset(buf);
+  std::memcpy(out_->meta[out_head_ % geo_.nslots].inline_data, &off, sizeof off);
+  board_->note(buf, &out_->tail, out_head_ + 1);
+  publish(static_cast<uint32_t>(bytes) | kBoard, tag);
+}
+
 void ShmLink::flush(WaitMonitor& mon) {
   if (out_tail_seen_ != out_head_)
     await(mon, true, out_head_, [&] {
@@ -144,7 +156,12 @@ Message ShmLink::recv_peek(WaitMonitor& mon, bool want_local) {
   SlotMeta& m = in_->meta[i];
   const uint32_t want = in_tail_ + 1;
   await(mon, false, want, [&] { return m.seq.load(std::memory_order_acquire) == want; });
-  const size_t bytes = m.bytes & ~kDirect;
+  const size_t bytes = m.bytes & ~(kDirect | kBoard);
+  if (m.bytes & kBoard) {
+    uint64_t off;
+    std::memcpy(&off, m.inline_data, sizeof off);
+    return Message{peer_board_ + off, bytes, m.tag};
+  }
   std::byte* slot = in_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
   if (m.bytes & kDirect) {
     if (!want_local) return Message{nullptr, bytes, m.tag};

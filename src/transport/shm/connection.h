@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "transport/shm/board.h"
 #include "transport/shm/memory.h"
 #include "transport/transport.h"
 
@@ -17,9 +18,10 @@ class ShmLink : public Link {
   // inline_max bytes travel in the slot's control line.
   // presence: this rank's, published while it waits (null: not published); me_l/peer_l: local
   // indices of this rank and the peer.
+  // board/peer_board: ours to send from, the peer's as mapped here (both null: no boards).
   ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
           std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l,
-          uint32_t peer_l);
+          uint32_t peer_l, ShmBoard* board, const std::byte* peer_board);
   size_t max_message() const override { return geo_.slot_bytes; }
   int max_in_flight() const override { return static_cast<int>(geo_.nslots); }
   std::byte* send_acquire(size_t bytes, WaitMonitor& mon) override;
@@ -27,6 +29,8 @@ class ShmLink : public Link {
   size_t direct_min_bytes() const override { return direct_min_; }
   void send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon) override;
   void flush(WaitMonitor& mon) override;
+  Board* board() override { return board_; }
+  void send_board(const std::byte* buf, size_t bytes, uint64_t tag, WaitMonitor& mon) override;
   Message recv_peek(WaitMonitor& mon, bool want_local) override;
   void recv_read(const Message& m, void* dst) override;
   void recv_release() override;
@@ -51,6 +55,8 @@ class ShmLink : public Link {
   size_t inline_max_;
   Presence* presence_;
   Watch out_watch_, in_watch_;  // our FIFO in the peer's segment (tail), theirs in ours (head)
+  ShmBoard* board_;
+  const std::byte* peer_board_;
   uint32_t out_head_ = 0;       // only this side writes out_->head
   uint32_t out_tail_seen_ = 0;  // last tail read: re-read only when the FIFO looks full
   uint32_t in_tail_ = 0;        // only this side writes in_->tail

@@ -44,11 +44,14 @@ struct Geometry {
   uint32_t nslots;
   int nlocal;
   bool external = false;  // payload slots live outside the segment (device memory)
+  size_t board_slot_bytes = 0;  // the sender's board (board.h), after the FIFOs
+  uint32_t board_slots = 0;
   size_t ctl_bytes() const { return 4096; }
   size_t fifo_header() const { return (sizeof(FifoCtl) + 4095) / 4096 * 4096; }
   size_t ring_bytes() const { return nslots * slot_bytes; }
   size_t fifo_bytes() const { return fifo_header() + (external ? 0 : ring_bytes()); }
-  size_t total() const { return ctl_bytes() + static_cast<size_t>(nlocal) * fifo_bytes(); }
+  size_t board_offset() const { return ctl_bytes() + static_cast<size_t>(nlocal) * fifo_bytes(); }
+  size_t total() const { return board_offset() + board_slot_bytes * board_slots; }
 };
 
 // A mapped segment; the creator unlinks the name once peers have attached.
@@ -68,6 +71,7 @@ class Segment {
   std::byte* slot(const Geometry& g, int local, uint32_t i) const {
     return base_ + g.ctl_bytes() + local * g.fifo_bytes() + g.fifo_header() + i * g.slot_bytes;
   }
+  std::byte* board(const Geometry& g) const { return base_ + g.board_offset(); }
   void unlink();
 
  private:

@@ -45,8 +45,12 @@ class ShmDomain : public Domain {
   std::map<int, std::unique_ptr<ShmLink>> links_;
   std::map<int, int> pidfds_;
   std::map<int, int> pids_;
+  std::unique_ptr<ShmBoard> board_;
   std::unique_ptr<Yielder> yielder_;  // host memory only: the host domain is the one consulted
 };
+
+constexpr size_t kBoardSlotBytes = 64 * 1024;
+constexpr uint32_t kBoardSlots = 4;
 
 // A known value at a known address: peers read it to learn whether cross-memory attach works.
 const uint64_t kProbe = 0xc0a1c0a1d15ea5e5ull;
@@ -74,6 +78,10 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     fail(coralInvalidArgument, knob + "_NSLOTS must be between 1 and 64");
   SlotMemory* ext = opts_.slots.get();
   geo_ = Geometry{slot, static_cast<uint32_t>(nslots), static_cast<int>(local.size()), ext != nullptr};
+  if (!ext) {  // boards serve the small broadcasts of one-shot; larger sends go by CMA or slots
+    geo_.board_slot_bytes = std::min<size_t>(slot, kBoardSlotBytes);
+    geo_.board_slots = kBoardSlots;
+  }
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
 
   const uint64_t direct_min = ext ? 0 : config::get_bytes("CORAL_CMA_BYTES");
@@ -81,6 +89,7 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 
   mine_ = Segment::create(segment_name(a.prefix, a.rank), geo_.total());
+  if (!ext) board_ = std::make_unique<ShmBoard>(mine_.board(geo_), geo_.board_slot_bytes, geo_.board_slots, kInlineBytes);
   Presence* presence = ext ? nullptr : &mine_.control()->presence;
   mine_.control()->presence.cpu.store(-1);
   std::string geo_str = std::to_string(slot) + "x" + std::to_string(nslots);
@@ -113,7 +122,8 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     links_.emplace(q, std::make_unique<ShmLink>(q, (*a.peers)[q].pid, geo_, theirs_seg.fifo(geo_, me_l), out_slots,
                                                 mine_.fifo(geo_, q_l), in_slots,
                                                 direct_min && q_reads_me ? direct_min : SIZE_MAX,
-                                                ext ? 0 : kInlineBytes, presence, me_l, q_l));
+                                                ext ? 0 : kInlineBytes, presence, me_l, q_l, board_.get(),
+                                                ext ? nullptr : theirs_seg.board(geo_)));
     int pid = (*a.peers)[q].pid;
     pids_[q] = pid;
     if (pid != getpid()) {

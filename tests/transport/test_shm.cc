@@ -1,12 +1,17 @@
-// The shared-memory transport's yield rule (transport/shm/presence.h), on hand-made presence:
-// which waits make giving the core away worth a context switch.
+// Shared-memory specifics: the yield rule (transport/shm/presence.h), on hand-made presence, and
+// the sender's board (transport/shm/board.h).
 #include <catch2/catch.hpp>
 
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstring>
 #include <string>
+#include <thread>
 
+#include "tests/transport/conformance.h"
+#include "transport/shm/board.h"
 #include "transport/shm/memory.h"
 
 namespace shm = coral::transport::shm;
@@ -47,6 +52,11 @@ struct Node {
     at(l).wait = w.encode();
   }
 };
+
+// Catch's assertions are not for other threads: ranks throw instead, and on_ranks reports it.
+void ensure(bool ok, const char* what) {
+  if (!ok) coral::fail(coralInternalError, what);
+}
 
 }  // namespace
 
@@ -106,4 +116,72 @@ TEST_CASE("a watch survives its encoding", "[shm][presence]") {
     CHECK(d.fifo == w.fifo);
     CHECK(d.tail == w.tail);
   }
+}
+
+TEST_CASE("a board slot comes back only once every reference to it was released", "[shm][board]") {
+  std::vector<std::byte> mem(4 * 1024);
+  shm::ShmBoard b(mem.data(), 1024, 4, 48);
+  std::atomic<uint32_t> tail1{0}, tail2{0};
+  CHECK(b.acquire(48) == nullptr);    // travels inline instead
+  CHECK(b.acquire(1025) == nullptr);  // larger than a slot
+  std::byte* first = b.acquire(49);
+  REQUIRE(first == mem.data());
+  b.note(first, &tail1, 1);
+  b.note(first, &tail2, 1);
+  for (int k = 1; k < 4; ++k) CHECK(b.acquire(1024) == mem.data() + k * 1024);
+  CHECK(b.acquire(64) == nullptr);  // slot 0 is still read by both peers
+  tail1 = 1;
+  CHECK(b.acquire(64) == nullptr);  // and by one
+  tail2 = 1;
+  CHECK(b.acquire(64) == first);
+  SECTION("released counts compare across the wrap") {
+    std::atomic<uint32_t> tail{0xfffffffeu};
+    std::byte* s1 = b.acquire(64);  // slot 1 (unreferenced)
+    b.note(s1, &tail, 0);           // message 2^32: the count wrapped
+    for (int k = 0; k < 3; ++k) b.acquire(64);
+    CHECK(b.acquire(64) == nullptr);
+    tail = 0;
+    CHECK(b.acquire(64) == s1);
+  }
+}
+
+TEST_CASE("a vector written once to the board reaches every peer by reference", "[shm][board]") {
+  std::atomic<bool> checked{false};
+  std::string err = conformance::on_ranks("shm", 3, [&](int r, coral::transport::Domain& d) {
+    conformance::Monitor mon(&d, 20.0);
+    if (r == 0) {
+      coral::transport::Board* b = d.link(1)->board();
+      ensure(b != nullptr, "the shm link has no board");
+      ensure(b == d.link(2)->board(), "links of one domain do not share the board");
+      for (int i = 0; i < 4; ++i) {
+        std::byte* buf = b->acquire(4096);
+        ensure(buf != nullptr, "a free board slot was refused");
+        std::memset(buf, 'a' + i, 4096);
+        d.link(1)->send_board(buf, 4096, 100 + i, mon);
+        d.link(2)->send_board(buf, 4096, 100 + i, mon);
+      }
+      ensure(b->acquire(4096) == nullptr, "a slot still read was handed out");
+      checked = true;
+      for (int q = 1; q <= 2; ++q) {
+        coral::transport::Message m = d.link(q)->recv_peek(mon, true);
+        ensure(m.tag == 7, "unexpected message");
+        d.link(q)->recv_release();
+      }
+      ensure(b->acquire(4096) != nullptr, "a released slot did not come back");
+    } else {
+      while (!checked) std::this_thread::yield();
+      for (int i = 0; i < 4; ++i) {
+        coral::transport::Message m = d.link(0)->recv_peek(mon, false);
+        ensure(m.data != nullptr, "a board message came without its data");
+        ensure(m.bytes == 4096, "wrong size");
+        ensure(m.tag == static_cast<uint64_t>(100 + i), "wrong tag");
+        std::vector<std::byte> want(4096, static_cast<std::byte>('a' + i));
+        ensure(std::memcmp(m.data, want.data(), 4096) == 0, "wrong contents");
+        d.link(0)->recv_release();
+      }
+      std::memcpy(d.link(0)->send_acquire(8, mon), "released", 8);
+      d.link(0)->send_commit(8, 7);
+    }
+  });
+  CHECK(err == "");
 }
