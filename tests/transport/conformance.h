@@ -46,6 +46,13 @@ inline transport::Transport* find(const std::string& name) {
   return nullptr;
 }
 
+// Sets an environment variable for a scope.
+struct Env {
+  std::string name;
+  Env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~Env() { unsetenv(name.c_str()); }
+};
+
 // "tcp:threads" is tcp with its socket I/O on 2 helper threads over 3 sockets per pair.
 struct Variant {
   std::string transport;

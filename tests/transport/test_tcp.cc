@@ -19,12 +19,6 @@ namespace tcp = coral::transport::tcp;
 
 namespace {
 
-struct Env {
-  std::string name;
-  Env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~Env() { unsetenv(name.c_str()); }
-};
-
 tcp::Hello good_hello(const wire::Secret& token) {
   tcp::Hello h{tcp::kHelloMagic, tcp::kVersion, 0, 2, 0, 1, 3, 256 * 1024, 8, {}};
   std::memcpy(h.token, token.data(), sizeof h.token);

@@ -1,6 +1,6 @@
 #include "transport/shm/board.h"
 
-#include "transport/shm/presence.h"
+#include "transport/shm/connection.h"
 
 namespace coral::transport::shm {
 
@@ -14,14 +14,14 @@ std::byte* ShmBoard::acquire(size_t bytes) {
   if (bytes <= inline_max_ || bytes > slot_bytes_ || slots_ == 0) return nullptr;
   const uint32_t k = next_ % slots_;
   for (const Use& u : uses_[k])
-    if (!reached(u.tail->load(std::memory_order_acquire), u.seq)) return nullptr;
+    if (!u.link->released(u.seq)) return nullptr;
   uses_[k].clear();
   ++next_;
   return base_ + static_cast<size_t>(k) * slot_bytes_;
 }
 
-void ShmBoard::note(const std::byte* buf, const std::atomic<uint32_t>* tail, uint32_t seq) {
-  uses_[static_cast<size_t>(buf - base_) / slot_bytes_].push_back(Use{tail, seq});
+void ShmBoard::note(const std::byte* buf, ShmLink* link, uint32_t seq) {
+  uses_[static_cast<size_t>(buf - base_) / slot_bytes_].push_back(Use{link, seq});
 }
 
 }  // namespace coral::transport::shm

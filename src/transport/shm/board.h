@@ -12,21 +12,22 @@
 
 namespace coral::transport::shm {
 
+class ShmLink;
+
 class ShmBoard : public Board {
  public:
   // slots buffers of slot_bytes at base; messages of at most inline_max bytes travel inline in
   // the FIFO's control line, which beats any board.
   ShmBoard(std::byte* base, size_t slot_bytes, uint32_t slots, size_t inline_max);
   std::byte* acquire(size_t bytes) override;
-  // A link sent buf by reference as its message `seq` (counted from 1), released once the FIFO's
-  // tail reaches seq.
-  void note(const std::byte* buf, const std::atomic<uint32_t>* tail, uint32_t seq);
+  // `link` sent buf by reference as its message `seq` (counted from 1).
+  void note(const std::byte* buf, ShmLink* link, uint32_t seq);
   uint64_t offset(const std::byte* buf) const { return static_cast<uint64_t>(buf - base_); }
   size_t bytes() const { return slot_bytes_ * slots_; }
 
  private:
   struct Use {
-    const std::atomic<uint32_t>* tail;
+    ShmLink* link;
     uint32_t seq;
   };
   std::byte* base_;

@@ -109,8 +109,14 @@ void ShmLink::send_board(const std::byte* buf, size_t bytes, uint64_t tag, WaitM
   wait_credit(mon);
   const uint64_t off = board_->offset(buf);
   std::memcpy(out_->meta[out_head_ % geo_.nslots].inline_data, &off, sizeof off);
-  board_->note(buf, &out_->tail, out_head_ + 1);
+  board_->note(buf, this, out_head_ + 1);
   publish(static_cast<uint32_t>(bytes) | kBoard, tag);
+}
+
+bool ShmLink::released(uint32_t seq) {
+  if (reached(out_tail_seen_, seq)) return true;
+  out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
+  return reached(out_tail_seen_, seq);
 }
 
 void ShmLink::flush(WaitMonitor& mon) {

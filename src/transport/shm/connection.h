@@ -31,6 +31,9 @@ class ShmLink : public Link {
   void flush(WaitMonitor& mon) override;
   Board* board() override { return board_; }
   void send_board(const std::byte* buf, size_t bytes, uint64_t tag, WaitMonitor& mon) override;
+  // Whether the peer released our message `seq` (counted from 1); reads the shared tail only
+  // when the last one seen does not tell.
+  bool released(uint32_t seq);
   Message recv_peek(WaitMonitor& mon, bool want_local) override;
   void recv_read(const Message& m, void* dst) override;
   void recv_release() override;

@@ -50,7 +50,9 @@ class ShmDomain : public Domain {
 };
 
 constexpr size_t kBoardSlotBytes = 64 * 1024;
-constexpr uint32_t kBoardSlots = 4;
+// One more than a FIFO's default slots: by a slot's next turn its readers are known (from the
+// credits each send checks) to have released it, without reading their counters.
+constexpr uint32_t kBoardSlots = 5;
 
 // A known value at a known address: peers read it to learn whether cross-memory attach works.
 const uint64_t kProbe = 0xc0a1c0a1d15ea5e5ull;
