@@ -1,5 +1,5 @@
 #!/bin/bash
-# Is auto as good as the best single algorithm? Runs coral-bench all-reduce from 16 B to 64 MiB
+# Is auto as good as the best single algorithm? Runs coral-bench all-reduce from 8 B to 64 MiB
 # under every algorithm and under auto, --reps times, at each P (default 4 and 8), ranks pinned
 # one per CPU (coral-run --bind-to core: unpinned, the placement the kernel draws moves a run by
 # ~40%). One rep runs every algorithm back to back over one size range, so the runs of a rep
@@ -7,7 +7,7 @@
 # (the machine's speed drifts by up to 2x over minutes, which medians of raw times across reps
 # would mistake for differences between algorithms). The table also shows median raw times.
 # Targets: auto within 10% of the best (time(auto) <= 1.1 x time(best)) at every size, and at
-# least 3x faster than the ring from 16 B to 4 KiB. A gap over 10% where auto picked the best
+# least 3x faster than the ring from 8 B to 4 KiB. A gap over 10% where auto picked the best
 # algorithm itself is reported as noise, not a miss. Exits 1 when a target is missed.
 # Usage: bench/tuner/sweep.sh [--build DIR] [--ranks "4 8"] [--reps R] [--iters N]
 set -euo pipefail
@@ -29,7 +29,7 @@ cc -O2 -o "$out.sw" bench/tuner/switch_floor.c && "$out.sw"
 algos=(auto ring tree rhd rd oneshot twoshot hier)
 for p in $ranks; do
   # Up to 64 KiB a call takes microseconds: ten times the iterations steady the medians.
-  for range in "16 64K $((iters * 10))" "256K 64M $iters"; do
+  for range in "8 8 $((iters * 10))" "16 64K $((iters * 10))" "256K 64M $iters"; do
     set -- $range
     for r in $(seq "$reps"); do
       # A different algorithm goes first each rep: the first run after a pause is often slower.

@@ -486,6 +486,27 @@ TEST_CASE("simulator matches the closed forms of ring, recursive doubling, rhd a
   CHECK(bus_factor(Coll::Broadcast, 4) == Approx(1));
 }
 
+TEST_CASE("on one host the tuner takes one-shot, then two-shot, with rhd in between for powers of two") {
+  TuneParams t;
+  t.single_host = true;
+  auto pick = [&](int p, size_t bytes) {
+    CollArgs a;
+    a.coll = Coll::AllReduce;
+    a.nranks = p;
+    a.count = bytes / 4;
+    a.dtype = coralFloat32;
+    return select_algo(a, t);
+  };
+  CHECK(pick(4, 8) == Algo::OneShot);
+  CHECK(pick(8, 4096) == Algo::OneShot);
+  CHECK(pick(16, 4096) == Algo::RecursiveDoubling);  // too many peers for one-shot
+  CHECK(pick(4, 8192) == Algo::TwoShot);
+  CHECK(pick(4, 256 << 10) == Algo::Rhd);
+  CHECK(pick(8, (4 << 20) - 4) == Algo::Rhd);
+  CHECK(pick(8, 4 << 20) == Algo::TwoShot);
+  CHECK(pick(6, 1 << 20) == Algo::TwoShot);  // not a power of two
+}
+
 TEST_CASE("the tuner's chunk for pipelines beats the smallest and the largest in the simulator") {
   TuneParams t;
   t.single_host = true;

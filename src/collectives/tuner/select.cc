@@ -23,13 +23,13 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     if (bytes <= t.small_bytes)
       return t.single_host && a.nranks <= t.oneshot_max_ranks ? Algo::OneShot : Algo::RecursiveDoubling;
     // Over shared memory every pair is equally close, so the direct two-shot moves the ring's
-    // bytes with 2 rounds of waiting instead of 2(P-1). Between 256 KiB and 4 MiB Rabenseifner's
+    // bytes with 2 rounds of waiting instead of 2(P-1). From 256 KiB up to 4 MiB Rabenseifner's
     // pairwise exchanges measured 2-23% faster at P=4 and P=8 (its halves stay in cache; at
-    // 256 KiB itself 11-25%); with P not a power of two its folding costs a whole extra vector,
-    // so only then.
+    // 256 KiB itself 11-25%); at 4 MiB two-shot is ahead again (3% at P=4, 18% at P=8, paired
+    // runs). With P not a power of two rhd's folding costs a whole extra vector, so only then.
     if (t.single_host) {
       bool pof2 = (a.nranks & (a.nranks - 1)) == 0;
-      return pof2 && a.nranks >= 4 && bytes >= (256u << 10) && bytes <= (4u << 20) ? Algo::Rhd : Algo::TwoShot;
+      return pof2 && a.nranks >= 4 && bytes >= (256u << 10) && bytes < (4u << 20) ? Algo::Rhd : Algo::TwoShot;
     }
     // Across hosts the link classes differ: price recursive doubling, Rabenseifner, the ring and
     // the hierarchical composition with the alpha-beta model and take the cheapest.
