@@ -19,7 +19,7 @@ namespace shm = coral::transport::shm;
 namespace {
 
 // Three local ranks' segments in this process; this thread is local rank 0, pinned so that
-// "this CPU" holds still.
+// "this CPU" holds still. Ranks 1 and 2 start on another CPU, running.
 struct Node {
   shm::Geometry geo{4096, 4, 3};
   shm::Segment seg[3];
@@ -60,50 +60,37 @@ void ensure(bool ok, const char* what) {
 
 }  // namespace
 
-TEST_CASE("a waiter yields only to a rank on its CPU that could run", "[shm][presence]") {
+TEST_CASE("a waiter spins while the rank it awaits runs on another CPU, else yields", "[shm][presence]") {
   Node n;
-  n.at(1).yielded = 1;  // the awaited rank 1 is off its CPU: only this CPU's ranks decide
   shm::Yielder y = n.yielder();
-  SECTION("nobody else on this CPU") { CHECK_FALSE(y.worth_yielding(1)); }
-  SECTION("a rank here that is not waiting wants the core") {
-    n.at(2).cpu = n.cpu;
-    CHECK(y.worth_yielding(1));
-  }
-  SECTION("a rank here waiting for a message not yet sent cannot run; once sent it can") {
-    n.at(2).cpu = n.cpu;
-    n.wait(2, shm::Watch{2, 1, false}, 5);  // rank 1's fifo into rank 2: message 5
-    n.fifo(2, 1).head = 4;
+  SECTION("the awaited rank runs elsewhere: its message needs no core of ours") {
     CHECK_FALSE(y.worth_yielding(1));
-    n.fifo(2, 1).head = 5;
-    CHECK(y.worth_yielding(1));
   }
-  SECTION("credit waits compare released counts across the wrap") {
-    n.at(2).cpu = n.cpu;
-    n.wait(2, shm::Watch{1, 2, true}, 0);  // rank 2's fifo into rank 1: released up to 0 (wrapped)
-    n.fifo(1, 2).tail = 0xffffffffu;
-    CHECK_FALSE(y.worth_yielding(1));
-    n.fifo(1, 2).tail = 0;
+  SECTION("the awaited rank shares this CPU: it needs the core") {
+    n.at(1).cpu = n.cpu;
     CHECK(y.worth_yielding(1));
-  }
-}
-
-TEST_CASE("a waiter spins while the rank it awaits runs elsewhere", "[shm][presence]") {
-  Node n;
-  n.at(2).cpu = n.cpu;  // a CPU-mate that could run
-  shm::Yielder y = n.yielder();
-  SECTION("the awaited rank runs on another CPU: its message needs no core of ours") {
-    CHECK_FALSE(y.worth_yielding(1));
-    CHECK(y.worth_yielding(2));  // waiting for the CPU-mate itself: let it run
   }
   SECTION("the awaited rank gave its core away") {
     n.at(1).yielded = 1;
     CHECK(y.worth_yielding(1));
   }
-  SECTION("the awaited rank waits for something not there (maybe from our CPU-mate)") {
-    n.wait(1, shm::Watch{1, 2, false}, 3);
+  SECTION("the awaited rank waits for a message not yet sent (maybe from a rank of this CPU)") {
+    n.wait(1, shm::Watch{1, 2, false}, 3);  // rank 2's fifo into rank 1: message 3
+    n.fifo(1, 2).head = 2;
     CHECK(y.worth_yielding(1));
-    n.fifo(1, 2).head = 3;  // now it can go on by itself
+    n.fifo(1, 2).head = 3;  // sent: rank 1 goes on by itself
     CHECK_FALSE(y.worth_yielding(1));
+  }
+  SECTION("credit waits compare released counts across the wrap") {
+    n.wait(1, shm::Watch{2, 1, true}, 0);  // rank 1's fifo into rank 2: released up to 2^32
+    n.fifo(2, 1).tail = 0xffffffffu;
+    CHECK(y.worth_yielding(1));
+    n.fifo(2, 1).tail = 0;
+    CHECK_FALSE(y.worth_yielding(1));
+  }
+  SECTION("a rank off this host, or none, tells nothing: yield") {
+    CHECK(y.worth_yielding(-1));
+    CHECK(y.worth_yielding(7));
   }
 }
 

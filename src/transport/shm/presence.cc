@@ -24,16 +24,11 @@ bool Yielder::runnable(const Presence& p) const {
 }
 
 bool Yielder::worth_yielding(int peer) const {
-  const int cpu = sched_getcpu();
   const int q = peer >= 0 && peer < static_cast<int>(local_of_.size()) ? local_of_[peer] : -1;
-  if (q >= 0) {
-    const Presence& p = presence(q);
-    if (p.cpu.load(std::memory_order_relaxed) != cpu && !p.yielded.load(std::memory_order_relaxed) && runnable(p))
-      return false;
-  }
-  for (int l = 0; l < static_cast<int>(segs_.size()); ++l)
-    if (l != me_ && presence(l).cpu.load(std::memory_order_relaxed) == cpu && runnable(presence(l))) return true;
-  return false;
+  if (q < 0) return true;
+  const Presence& p = presence(q);
+  return p.cpu.load(std::memory_order_relaxed) == sched_getcpu() || p.yielded.load(std::memory_order_relaxed) ||
+         !runnable(p);
 }
 
 // Every 256th poll yields whatever the presence says: threads outside Coral, and a rank whose
