@@ -24,7 +24,8 @@ while [ $# -gt 0 ]; do
 done
 out=$(mktemp)
 trap 'rm -f "$out" "$out.sw"' EXIT
-# The floor under small calls with two ranks per core: one round trip of context switches.
+# What a context switch costs here: a round trip is two; a blocking call with two ranks per core
+# costs at least one per core.
 cc -O2 -o "$out.sw" bench/tuner/switch_floor.c && "$out.sw"
 algos=(auto ring tree rhd rd oneshot twoshot hier)
 for p in $ranks; do

@@ -1,8 +1,10 @@
 /* The floor under small all-reduces when ranks outnumber cores: two processes on one CPU,
  * each calling sched_yield in a loop, time one round trip of context switches (A runs, B runs,
  * A runs again). Every call of a collective needs each rank to run at least once after its
- * peers' data landed, so with two ranks per core no call can take less than this; one-shot at
- * P=4 on 2 cores sits at about one round trip, the ring at two to three.
+ * peers' data landed; a rank can finish its pending call and the next one in one turn on the
+ * core, so with two ranks per core a blocking call costs at least half this round trip (one
+ * switch per core). One-shot at P=4 on 2 cores takes 1.1 switches per core per call, the ring
+ * several.
  * Usage: switch_floor [ROUNDS]   (prints "switch-floor round_trip_us=T") */
 #define _GNU_SOURCE
 #include <sched.h>
