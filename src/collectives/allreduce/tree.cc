@@ -4,7 +4,7 @@
 // down phase streams while later chunks still go up, instead of starting after the last one.
 // The overlap is partial: one step order per rank means each cycle still waits for the parent's
 // down message, sent after the parent's own up step, so a cycle costs about a round trip
-// through the tree (the simulator: small chunks are slow, tests/unit/test_schedules.cc). Full
+// through the tree (the simulator: small chunks are slow, tests/unit/test_tuner.cc). Full
 // overlap needs the two directions as separate step streams (NCCL splits its warps for it).
 // 2 log2(P) hops of latency; each rank sends about 2S (3S/2 as an inner node of one tree, S/2
 // as a leaf of the other), against 2S (P-1)/P for the ring, with logarithmic instead of linear

@@ -1,5 +1,5 @@
 // Closed-form alpha-beta costs of the all-reduce algorithms across hosts, the tuner's cost
-// model (the simulator checks them: tests/unit/test_schedules.cc). Ranks are placed host by
+// model (the simulator checks them: tests/unit/test_tuner.cc). Ranks are placed host by
 // host, ranks_per_host to a host; a message between ranks at distance >= ranks_per_host
 // crosses hosts.
 #pragma once

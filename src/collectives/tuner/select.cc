@@ -52,7 +52,7 @@ size_t select_chunk(const CollArgs& a, Algo algo, const TuneParams& t, size_t ma
   // Only the chains are pipelines whose depth small chunks hide. A binomial tree's root sends
   // every chunk to log2 P children, so its port, not the depth, sets the pace. The double binary
   // tree runs both directions in one step order, so each chunk waits about a round trip through
-  // the tree: more chunks, more round trips (the simulator agrees: tests/unit/test_schedules.cc).
+  // the tree: more chunks, more round trips (the simulator agrees: tests/unit/test_tuner.cc).
   const int d = algo == Algo::Chain ? a.nranks - 1 : 0;
   if (d < 2 || max_bytes <= kMinChunk) return max_bytes;
   const LinkModel& l = t.single_host || t.hosts <= 1 ? t.intra : t.inter;

@@ -1,0 +1,228 @@
+// The tuner: algorithm names and CORAL_ALGO parsing, the simulator against closed forms, and the
+// picks (algorithm and chunk) against the simulator and against measured crossovers.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "collectives/registry.h"
+#include "collectives/simulate.h"
+#include "collectives/tuner/select.h"
+
+using namespace coral::sched;
+
+TEST_CASE("algorithm names parse and unknown ones are rejected") {
+  CHECK(parse_algo("ring") == Algo::Ring);
+  CHECK(parse_algo("rd") == Algo::RecursiveDoubling);
+  CHECK(parse_algo("auto") == Algo::Auto);
+  CHECK(parse_algo("rhd") == Algo::Rhd);
+  CHECK(parse_algo("tree") == Algo::Tree);
+  CHECK_THROWS_WITH(parse_algo("bogus"), Catch::Contains("bogus"));
+}
+
+TEST_CASE("CORAL_ALGO: one name, or size ranges per collective, with clear errors") {
+  Overrides o = parse_overrides("rhd");
+  CHECK(o.all == Algo::Rhd);
+  CHECK(o.rules.empty());
+  o = parse_overrides("allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64k:tree");
+  REQUIRE(o.rules.size() == 4);
+  TuneParams t;
+  t.rules = o.rules;
+  t.single_host = true;
+  auto pick = [&](Coll c, size_t count, int p = 4) {
+    CollArgs a;
+    a.coll = c;
+    a.count = count;
+    a.nranks = p;
+    a.dtype = coralFloat32;
+    return select_algo(a, t);
+  };
+  CHECK(pick(Coll::AllReduce, 2) == Algo::OneShot);            // 8 B
+  CHECK(pick(Coll::AllReduce, 1023) == Algo::OneShot);         // 4092 B
+  CHECK(pick(Coll::AllReduce, 1024) == Algo::Rhd);             // 4 KiB
+  CHECK(pick(Coll::AllReduce, (1 << 18) - 1) == Algo::Rhd);
+  CHECK(pick(Coll::AllReduce, 1 << 18) == Algo::Ring);         // 1 MiB
+  CHECK(pick(Coll::Broadcast, 100) == Algo::Tree);
+  CHECK(pick(Coll::Broadcast, 1 << 20) == default_algo(Coll::Broadcast));  // outside: the tuner's
+  CHECK(parse_overrides("auto").all == Algo::Auto);
+  CHECK(parse_overrides("reducescatter:0-:rhd").rules[0].hi == SIZE_MAX);
+  auto error = [](const std::string& s) {
+    try {
+      parse_overrides(s);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error("warp"), Catch::Contains("unknown algorithm 'warp'"));
+  CHECK_THAT(error("allreduce:0-4K:oneshot,2K-8K:ring"), Catch::Contains("overlaps"));
+  CHECK_THAT(error("allreduce:4K-1K:ring"), Catch::Contains("empty range"));
+  CHECK_THAT(error("allreduce:0-4Q:ring"), Catch::Contains("'4Q' is not a size"));
+  CHECK_THAT(error("allreduce:0-4K"), Catch::Contains("lo-hi:algorithm"));
+  CHECK_THAT(error("allgather:0-:tree"), Catch::Contains("allgather has no algorithm 'tree'"));
+  CHECK_THAT(error("alltoall:0-:ring"), Catch::Contains("unknown collective 'alltoall'"));
+  CHECK_THAT(error("allreduce:0-:auto"), Catch::Contains("no algorithm 'auto'"));
+}
+
+TEST_CASE("simulator matches the closed forms of ring, recursive doubling, rhd and the chain") {
+  const LinkCost l{2e-6, 1e-9};  // 2 us, 1 GB/s
+  const double a = l.alpha, b = l.beta;
+  auto time = [&](Coll coll, Algo algo, int p, size_t count, size_t chunk = size_t(1) << 40) {
+    CollArgs x;
+    x.coll = coll;
+    x.count = count;
+    x.nranks = p;
+    x.chunk = chunk;
+    x.dtype = coralFloat32;
+    SimResult r = simulate(x, algo, Cluster::uniform(p, p, l, l));
+    REQUIRE(r.error == "");
+    return r.seconds;
+  };
+  for (int p : {2, 4, 8, 16}) {
+    INFO("P=" << p);
+    const size_t count = 4096 * p;
+    const double s = 4.0 * count;
+    CHECK(time(Coll::AllReduce, Algo::Ring, p, count) == Approx(2 * (p - 1) * (a + s / p * b)));
+    int lg = 0;
+    while ((1 << lg) < p) lg++;
+    CHECK(time(Coll::AllReduce, Algo::RecursiveDoubling, p, count) == Approx(lg * (a + s * b)));
+    CHECK(time(Coll::AllReduce, Algo::Rhd, p, count) == Approx(2 * lg * a + 2 * s * (p - 1) / p * b));
+    const size_t chunks = 8, chunk = count / chunks;
+    // Pipelined: latency once per hop, then the sender's port paces the remaining chunks.
+    CHECK(time(Coll::Broadcast, Algo::Chain, p, count, chunk) ==
+          Approx((p - 1) * (a + 4.0 * chunk * b) + (chunks - 1) * 4.0 * chunk * b));
+  }
+  // Two hosts joined by a link 8x slower than inside them: the network's share dominates.
+  LinkCost slow{10e-6, 8e-9};
+  CollArgs x;
+  x.coll = Coll::AllReduce;
+  x.count = 1 << 20;
+  x.nranks = 8;
+  x.chunk = size_t(1) << 40;
+  SimResult two = simulate(x, Algo::Ring, Cluster::uniform(8, 4, l, slow));
+  SimResult one = simulate(x, Algo::Ring, Cluster::uniform(8, 8, l, l));
+  CHECK(two.seconds > 7 * one.seconds);
+  CHECK(bus_factor(Coll::AllReduce, 4) == Approx(1.5));
+  CHECK(bus_factor(Coll::Broadcast, 4) == Approx(1));
+}
+
+TEST_CASE("on one host the tuner takes one-shot, then two-shot, with rhd in between for powers of two") {
+  TuneParams t;
+  t.single_host = true;
+  auto pick = [&](int p, size_t bytes) {
+    CollArgs a;
+    a.coll = Coll::AllReduce;
+    a.nranks = p;
+    a.count = bytes / 4;
+    a.dtype = coralFloat32;
+    return select_algo(a, t);
+  };
+  CHECK(pick(4, 8) == Algo::OneShot);
+  CHECK(pick(8, 4096) == Algo::OneShot);
+  CHECK(pick(16, 4096) == Algo::RecursiveDoubling);  // too many peers for one-shot
+  CHECK(pick(4, 8192) == Algo::TwoShot);
+  CHECK(pick(4, 256 << 10) == Algo::Rhd);
+  CHECK(pick(8, (4 << 20) - 4) == Algo::Rhd);
+  CHECK(pick(8, 4 << 20) == Algo::TwoShot);
+  CHECK(pick(6, 1 << 20) == Algo::TwoShot);  // not a power of two
+}
+
+TEST_CASE("the tuner's chunk for pipelines beats the smallest and the largest in the simulator") {
+  TuneParams t;
+  t.single_host = true;
+  t.intra = {5e-6, 1 / 10e9};  // 5 us, 10 GB/s
+  // The tuner counts alpha as a cost each message also makes its sender pay (software transports
+  // spend it in the CPU): the simulator's per-message overhead.
+  const LinkCost l{t.intra.alpha, t.intra.beta, t.intra.alpha};
+  auto args = [](Coll coll, int p, size_t bytes) {
+    CollArgs x;
+    x.coll = coll;
+    x.nranks = p;
+    x.count = bytes / 4;
+    x.dtype = coralFloat32;
+    return x;
+  };
+  const size_t max = 4 << 20;
+  // Without a pipeline the largest message is the chunk.
+  CHECK(select_chunk(args(Coll::AllReduce, 8, 64 << 20), Algo::Ring, t, max) == max);
+  CHECK(select_chunk(args(Coll::AllReduce, 8, 64 << 20), Algo::Rhd, t, max) == max);
+  CHECK(select_chunk(args(Coll::Broadcast, 2, 64 << 20), Algo::Chain, t, max) == max);  // one hop
+  // sqrt(S alpha / ((d - 1) beta)) = sqrt(1 MiB * 5e-6 * 10e9 / 6) ~ 93 KiB: 64 KiB.
+  CHECK(select_chunk(args(Coll::Broadcast, 8, 1 << 20), Algo::Chain, t, max) == (64 << 10));
+  struct Case {
+    Coll coll;
+    Algo algo;
+    int p;
+    size_t bytes;
+  };
+  for (Case c : {Case{Coll::Broadcast, Algo::Chain, 16, 4 << 20}, Case{Coll::Reduce, Algo::Chain, 8, 16 << 20},
+                 Case{Coll::Broadcast, Algo::Chain, 64, 64 << 20}, Case{Coll::Reduce, Algo::Chain, 5, 2 << 20},
+                 Case{Coll::Broadcast, Algo::Tree, 32, 8 << 20}, Case{Coll::AllReduce, Algo::Tree, 16, 16 << 20}}) {
+    CollArgs x = args(c.coll, c.p, c.bytes);
+    const size_t pick = select_chunk(x, c.algo, t, max);
+    if (c.algo == Algo::Tree) {
+      // Trees keep the largest chunk: in the simulator smaller ones only add round trips.
+      CHECK(pick == max);
+      auto time = [&](size_t chunk_bytes) {
+        x.chunk = chunk_bytes / 4;
+        return simulate(x, c.algo, Cluster::uniform(c.p, c.p, l, l)).seconds;
+      };
+      CHECK(time(max) < time(256 << 10));
+      continue;
+    }
+    auto time = [&](size_t chunk_bytes) {
+      x.chunk = chunk_bytes / 4;
+      SimResult r = simulate(x, c.algo, Cluster::uniform(c.p, c.p, l, l));
+      REQUIRE(r.error == "");
+      return r.seconds;
+    };
+    INFO(coll_name(c.coll) << " " << algo_name(c.algo) << " P=" << c.p << " bytes=" << c.bytes << " chunk=" << pick);
+    CHECK(pick > kMinChunk);
+    CHECK(pick < max);
+    CHECK(time(pick) < time(kMinChunk));
+    CHECK(time(pick) < time(max));
+  }
+}
+
+TEST_CASE("across hosts the tuner's cost-model pick is close to the simulator's best") {
+  TuneParams t;
+  const LinkCost intra{t.intra.alpha, t.intra.beta}, inter{t.inter.alpha, t.inter.beta};
+  for (auto [p, per_host] : {std::pair{16, 4}, {32, 8}, {64, 8}, {128, 8}, {24, 8}}) {
+    Cluster c = Cluster::uniform(p, per_host, intra, inter);
+    t.hosts = (p + per_host - 1) / per_host;
+    for (size_t bytes : {size_t(8) << 10, size_t(64) << 10, size_t(1) << 20, size_t(8) << 20, size_t(64) << 20}) {
+      CollArgs a;
+      a.coll = Coll::AllReduce;
+      a.count = bytes / 4;
+      a.nranks = p;
+      a.chunk = size_t(1) << 40;
+      a.hosts = &c.host;
+      std::map<Algo, double> sim;
+      for (Algo algo : {Algo::RecursiveDoubling, Algo::Rhd, Algo::Ring, Algo::Hier}) {
+        SimResult r = simulate(a, algo, c);
+        REQUIRE(r.error == "");
+        sim[algo] = r.seconds;
+      }
+      double best = std::min_element(sim.begin(), sim.end(), [](auto& x, auto& y) { return x.second < y.second; })->second;
+      Algo pick = select_algo(a, t);
+      INFO("P=" << p << " per host " << per_host << " bytes " << bytes << ": picked " << algo_name(pick) << " "
+                << sim[pick] * 1e6 << " us, best " << best * 1e6 << " us");
+      CHECK(sim[pick] <= 1.25 * best);
+    }
+  }
+}
+
+TEST_CASE("a NIC shared by a host's ranks slows the algorithms where they all cross at once, not the ring") {
+  // 2 hosts x 2 ranks on a 1 Gb/s network (what the startup probe measures on the emulated hosts).
+  ClusterModel one{4, 2, {1e-6, 1 / 20e9}, {20e-6, 1 / 0.12e9}, 1};
+  ClusterModel shared = one;
+  shared.nic_share = 2;
+  const double s = 64 * 1024;
+  CHECK(cost_rd(shared, s) > 1.5 * cost_rd(one, s));
+  CHECK(cost_rhd(shared, s) > 1.5 * cost_rhd(one, s));
+  CHECK(cost_hier(shared, s) > cost_hier(one, s));
+  CHECK(cost_ring(shared, s) == cost_ring(one, s));
+  // Measured there (coral-bench, 64 KiB): hier 317 us, ring 497 us, rd 734 us. The model with the
+  // shared NIC orders them the same way.
+  CHECK(cost_hier(shared, s) < cost_ring(shared, s));
+  CHECK(cost_ring(shared, s) < cost_rd(shared, s));
+}
