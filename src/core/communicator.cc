@@ -61,7 +61,7 @@ class Monitor : public WaitMonitor {
   int rank_;
   transport::Domain* const* domain_of_;
   const std::vector<transport::Domain*>& polled_;
-  transport::Domain* cpu_gate_;  // the shared-memory domain: knows what this CPU's other ranks wait for
+  transport::Domain* cpu_gate_;  // the shared-memory domain: knows whether the awaited rank runs elsewhere
   Clock::time_point deadline_{};
   double timeout_s_;
   const char* what_;

@@ -23,7 +23,6 @@ class ShmBoard : public Board {
   // `link` sent buf by reference as its message `seq` (counted from 1).
   void note(const std::byte* buf, ShmLink* link, uint32_t seq);
   uint64_t offset(const std::byte* buf) const { return static_cast<uint64_t>(buf - base_); }
-  size_t bytes() const { return slot_bytes_ * slots_; }
 
  private:
   struct Use {

@@ -52,8 +52,9 @@ ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std:
 template <class Ready>
 void ShmLink::await(WaitMonitor& mon, bool tail, uint32_t target, Ready ready) {
   if (ready()) return;
-  if (!presence_) return wait_until(mon, peer_, tail ? out_->tail : in_->head,
-                                    tail ? out_->send_sleeping : in_->recv_sleeping, ready);
+  std::atomic<uint32_t>& word = tail ? out_->tail : in_->head;
+  std::atomic<uint32_t>& sleeping = tail ? out_->send_sleeping : in_->recv_sleeping;
+  if (!presence_) return wait_until(mon, peer_, word, sleeping, ready);
   // Target before the watch: a reader that sees the watch sees its target.
   presence_->cpu.store(sched_getcpu(), std::memory_order_relaxed);
   presence_->target.store(target, std::memory_order_relaxed);
@@ -65,16 +66,15 @@ void ShmLink::await(WaitMonitor& mon, bool tail, uint32_t target, Ready ready) {
       p->cpu.store(sched_getcpu(), std::memory_order_relaxed);
     }
   } clear{presence_};
-  wait_until(mon, peer_, tail ? out_->tail : in_->head, tail ? out_->send_sleeping : in_->recv_sleeping, ready);
+  wait_until(mon, peer_, word, sleeping, ready);
 }
 
 void ShmLink::wait_credit(WaitMonitor& mon) {
   const uint32_t n = geo_.nslots;
-  if (out_head_ - out_tail_seen_ >= n)
-    await(mon, true, out_head_ - n + 1, [&] {
-      out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
-      return out_head_ - out_tail_seen_ < n;
-    });
+  if (out_head_ - out_tail_seen_ >= n) {
+    const uint32_t due = out_head_ - n + 1;
+    await(mon, true, due, [&] { return released(due); });
+  }
 }
 
 std::byte* ShmLink::send_acquire(size_t bytes, WaitMonitor& mon) {
@@ -120,11 +120,7 @@ bool ShmLink::released(uint32_t seq) {
 }
 
 void ShmLink::flush(WaitMonitor& mon) {
-  if (out_tail_seen_ != out_head_)
-    await(mon, true, out_head_, [&] {
-      out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
-      return out_tail_seen_ == out_head_;
-    });
+  if (out_tail_seen_ != out_head_) await(mon, true, out_head_, [&] { return released(out_head_); });
   for (uint64_t a : unflushed_) CORAL_TSAN_ACQUIRE(a);  // the receiver is done reading them
   unflushed_.clear();
 }

@@ -61,7 +61,7 @@ class ShmLink : public Link {
   ShmBoard* board_;
   const std::byte* peer_board_;
   uint32_t out_head_ = 0;       // only this side writes out_->head
-  uint32_t out_tail_seen_ = 0;  // last tail read: re-read only when the FIFO looks full
+  uint32_t out_tail_seen_ = 0;  // last tail read: released() re-reads it only when it does not tell
   uint32_t in_tail_ = 0;        // only this side writes in_->tail
   WaitMonitor* mon_ = nullptr;  // of the receive in progress: consulted when a direct read fails
   uint64_t read_from_ = 0;      // sender address of the by-reference message being received
