@@ -40,6 +40,13 @@ int fake_rank0(MemStore& store, const std::string& prefix) {
   return fd;
 }
 
+// Rank 1 of a real tcp domain, across from fake_rank0 (peers must outlive it).
+std::unique_ptr<transport::Domain> real_rank1(MemStore& store, const std::string& prefix,
+                                              const std::vector<transport::PeerInfo>& peers) {
+  transport::ConnectArgs a{&store, prefix, &peers, 1, {0}, 10.0};
+  return find("tcp")->connect(a);
+}
+
 // Round trip of `msgs` messages of `bytes` from rank 0 to 1 with every byte checked.
 std::string transfer(int msgs, size_t bytes) {
   return on_ranks("tcp", 2, [&](int r, transport::Domain& d) {
@@ -246,9 +253,7 @@ TEST_CASE("a peer that sends a malformed frame fails the link with the reason, n
   std::string err;
   std::thread rank1([&] {
     try {
-      transport::Transport* t = find("tcp");
-      transport::ConnectArgs a{store.get(), "bad", &peers, 1, {0}, 10.0};
-      auto d = t->connect(a);
+      auto d = real_rank1(*store, "bad", peers);
       Monitor mon(d.get(), 10);
       d->link(0)->recv_peek(mon, true);
       err = "recv returned";
@@ -276,9 +281,7 @@ TEST_CASE("a read takes one message and leaves the next ones in the kernel") {
   std::vector<uint64_t> got;
   std::thread rank1([&] {
     try {
-      transport::Transport* t = find("tcp");
-      transport::ConnectArgs a{store.get(), "one", &peers, 1, {0}, 10.0};
-      auto d = t->connect(a);
+      auto d = real_rank1(*store, "one", peers);
       Monitor mon(d.get(), 10);
       auto* link = dynamic_cast<tcp::TcpLink*>(d->link(0));
       if (!link) fail(coralInternalError, "not a TcpLink");
