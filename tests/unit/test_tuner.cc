@@ -10,6 +10,20 @@
 
 using namespace coral::sched;
 
+namespace {
+
+// A call on `p` ranks of `bytes` of floats.
+CollArgs args(Coll coll, int p, size_t bytes) {
+  CollArgs a;
+  a.coll = coll;
+  a.nranks = p;
+  a.count = bytes / 4;
+  a.dtype = coralFloat32;
+  return a;
+}
+
+}  // namespace
+
 TEST_CASE("algorithm names parse and unknown ones are rejected") {
   CHECK(parse_algo("ring") == Algo::Ring);
   CHECK(parse_algo("rd") == Algo::RecursiveDoubling);
@@ -28,14 +42,7 @@ TEST_CASE("CORAL_ALGO: one name, or size ranges per collective, with clear error
   TuneParams t;
   t.rules = o.rules;
   t.single_host = true;
-  auto pick = [&](Coll c, size_t count, int p = 4) {
-    CollArgs a;
-    a.coll = c;
-    a.count = count;
-    a.nranks = p;
-    a.dtype = coralFloat32;
-    return select_algo(a, t);
-  };
+  auto pick = [&](Coll c, size_t count, int p = 4) { return select_algo(args(c, p, count * 4), t); };
   CHECK(pick(Coll::AllReduce, 2) == Algo::OneShot);            // 8 B
   CHECK(pick(Coll::AllReduce, 1023) == Algo::OneShot);         // 4092 B
   CHECK(pick(Coll::AllReduce, 1024) == Algo::Rhd);             // 4 KiB
@@ -67,12 +74,8 @@ TEST_CASE("simulator matches the closed forms of ring, recursive doubling, rhd a
   const LinkCost l{2e-6, 1e-9};  // 2 us, 1 GB/s
   const double a = l.alpha, b = l.beta;
   auto time = [&](Coll coll, Algo algo, int p, size_t count, size_t chunk = size_t(1) << 40) {
-    CollArgs x;
-    x.coll = coll;
-    x.count = count;
-    x.nranks = p;
+    CollArgs x = args(coll, p, count * 4);
     x.chunk = chunk;
-    x.dtype = coralFloat32;
     SimResult r = simulate(x, algo, Cluster::uniform(p, p, l, l));
     REQUIRE(r.error == "");
     return r.seconds;
@@ -93,10 +96,7 @@ TEST_CASE("simulator matches the closed forms of ring, recursive doubling, rhd a
   }
   // Two hosts joined by a link 8x slower than inside them: the network's share dominates.
   LinkCost slow{10e-6, 8e-9};
-  CollArgs x;
-  x.coll = Coll::AllReduce;
-  x.count = 1 << 20;
-  x.nranks = 8;
+  CollArgs x = args(Coll::AllReduce, 8, 4 << 20);
   x.chunk = size_t(1) << 40;
   SimResult two = simulate(x, Algo::Ring, Cluster::uniform(8, 4, l, slow));
   SimResult one = simulate(x, Algo::Ring, Cluster::uniform(8, 8, l, l));
@@ -108,14 +108,7 @@ TEST_CASE("simulator matches the closed forms of ring, recursive doubling, rhd a
 TEST_CASE("on one host the tuner takes one-shot, then two-shot, with rhd in between for powers of two") {
   TuneParams t;
   t.single_host = true;
-  auto pick = [&](int p, size_t bytes) {
-    CollArgs a;
-    a.coll = Coll::AllReduce;
-    a.nranks = p;
-    a.count = bytes / 4;
-    a.dtype = coralFloat32;
-    return select_algo(a, t);
-  };
+  auto pick = [&](int p, size_t bytes) { return select_algo(args(Coll::AllReduce, p, bytes), t); };
   CHECK(pick(4, 8) == Algo::OneShot);
   CHECK(pick(8, 4096) == Algo::OneShot);
   CHECK(pick(16, 4096) == Algo::RecursiveDoubling);  // too many peers for one-shot
@@ -133,14 +126,6 @@ TEST_CASE("the tuner's chunk for pipelines beats the smallest and the largest in
   // The tuner counts alpha as a cost each message also makes its sender pay (software transports
   // spend it in the CPU): the simulator's per-message overhead.
   const LinkCost l{t.intra.alpha, t.intra.beta, t.intra.alpha};
-  auto args = [](Coll coll, int p, size_t bytes) {
-    CollArgs x;
-    x.coll = coll;
-    x.nranks = p;
-    x.count = bytes / 4;
-    x.dtype = coralFloat32;
-    return x;
-  };
   const size_t max = 4 << 20;
   // Without a pipeline the largest message is the chunk.
   CHECK(select_chunk(args(Coll::AllReduce, 8, 64 << 20), Algo::Ring, t, max) == max);
@@ -190,10 +175,7 @@ TEST_CASE("across hosts the tuner's cost-model pick is close to the simulator's 
     Cluster c = Cluster::uniform(p, per_host, intra, inter);
     t.hosts = (p + per_host - 1) / per_host;
     for (size_t bytes : {size_t(8) << 10, size_t(64) << 10, size_t(1) << 20, size_t(8) << 20, size_t(64) << 20}) {
-      CollArgs a;
-      a.coll = Coll::AllReduce;
-      a.count = bytes / 4;
-      a.nranks = p;
+      CollArgs a = args(Coll::AllReduce, p, bytes);
       a.chunk = size_t(1) << 40;
       a.hosts = &c.host;
       std::map<Algo, double> sim;
