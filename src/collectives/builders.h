@@ -20,8 +20,9 @@ void ring_allgather(Schedule& s, const CollArgs& a, const Blocks& blocks);
 void copy_chunked(Schedule& s, Ref src, Ref dst, size_t count);
 // acc <- x_0 (op) x_1 (op) ... (op) x_{P-1}, folded left in rank order so every rank that folds
 // the same inputs gets the same bits. Rank q != r's input arrives from q; ours is `mine`.
-// Safe when acc aliases mine; uses scratch (n elements) for ranks >= 2.
-void fold_in_rank_order(Schedule& s, int p, int r, Ref mine, Ref acc, Ref scratch, size_t n);
+// Safe when acc aliases mine; uses scratch (n elements) for ranks >= 2. posted: the inputs
+// come as posts (Step::posted).
+void fold_in_rank_order(Schedule& s, int p, int r, Ref mine, Ref acc, Ref scratch, size_t n, bool posted = false);
 
 Schedule allreduce_ring(const CollArgs& a);
 Schedule allreduce_rd(const CollArgs& a);

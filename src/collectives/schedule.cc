@@ -45,9 +45,9 @@ std::string dump(const Schedule& s) {
     bool send = st.kind == OpKind::Send;
     bool in = !send && st.peer >= 0;
     int to = send ? st.peer : st.peer_out;
-    out += fmt::format("{:5} {:<17} from={:<4} to={:<4} src={:<14} dst={:<14} n={}\n", i, op_kind_name(st.kind),
+    out += fmt::format("{:5} {:<17} from={:<4} to={:<4} src={:<14} dst={:<14} n={}{}\n", i, op_kind_name(st.kind),
                        in ? std::to_string(st.peer) : "-", to >= 0 ? std::to_string(to) : "-", ref_str(st.src),
-                       ref_str(st.dst), st.count);
+                       ref_str(st.dst), st.count, st.posted ? " posted" : "");
   }
   return out;
 }

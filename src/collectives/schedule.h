@@ -52,6 +52,10 @@ struct Step {
   // Send only: nothing in this schedule writes src after this step, so a transport may let the
   // peer read it in place (single copy) any time until the operation ends.
   bool stable_src = false;
+  // Send, Recv, RecvReduce: the message is a post, one buffer sent to several peers that a
+  // transport may publish once (transport::Poster). Posts between two ranks form their own
+  // ordered channel, apart from other messages; both sides must mark the message alike.
+  bool posted = false;
 };
 
 struct CollArgs {

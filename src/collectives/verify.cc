@@ -64,13 +64,17 @@ using Msg = std::vector<Elem>;
 struct Sim {
   int p;
   std::vector<RankState> ranks;
-  // Keyed by from * p + to; created on first use (P^2 empty deques cost too much at P = 4096).
+  // Keyed by (from * p + to) * 2 + posted: posts are a channel of their own. Created on first
+  // use (P^2 empty deques cost too much at P = 4096).
   std::unordered_map<uint64_t, std::deque<Msg>> chan;
   std::string err;
 
-  std::deque<Msg>& ch(int from, int to) { return chan[static_cast<uint64_t>(from) * p + to]; }
-  size_t queued(int from, int to) const {
-    auto it = chan.find(static_cast<uint64_t>(from) * p + to);
+  static uint64_t key(int p, int from, int to, bool posted) {
+    return (static_cast<uint64_t>(from) * p + to) * 2 + (posted ? 1 : 0);
+  }
+  std::deque<Msg>& ch(int from, int to, bool posted) { return chan[key(p, from, to, posted)]; }
+  size_t queued(int from, int to, bool posted) const {
+    auto it = chan.find(key(p, from, to, posted));
     return it == chan.end() ? 0 : it->second.size();
   }
 
@@ -91,12 +95,16 @@ struct Sim {
         return false;
       }
     }
-    if (needs_in && queued(s.peer, r) == 0) return false;
-    if (out >= 0 && queued(r, out) >= static_cast<size_t>(kMinInFlight)) return false;
+    if (s.posted && s.kind != OpKind::Send && s.kind != OpKind::Recv && s.kind != OpKind::RecvReduce) {
+      err = where() + ": only send, recv and recv_reduce can be posted";
+      return false;
+    }
+    if (needs_in && queued(s.peer, r, s.posted) == 0) return false;
+    if (out >= 0 && queued(r, out, s.posted) >= static_cast<size_t>(kMinInFlight)) return false;
     Msg in;
     if (needs_in) {
-      in = std::move(ch(s.peer, r).front());
-      ch(s.peer, r).pop_front();
+      in = std::move(ch(s.peer, r, s.posted).front());
+      ch(s.peer, r, s.posted).pop_front();
       if (in.size() != s.count) {
         err = where() + fmt::format(": message of {} elements, expected {}", in.size(), s.count);
         return false;
@@ -139,7 +147,7 @@ struct Sim {
       err = where() + ": " + e;
       return false;
     }
-    if (out >= 0) ch(r, out).push_back(std::move(outmsg));
+    if (out >= 0) ch(r, out, s.posted).push_back(std::move(outmsg));
     rs.pc++;
     return true;
   }

@@ -272,6 +272,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
   Monitor mon(rank_, device ? gpu_->domain_of.data() : domain_of_.data(), polled_, timeout_s_,
               sched::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
               background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, cpu_gate_);
+  mon.tag = tag;
   try {
     void* scratch;
     std::unique_ptr<gpu::CudaMemOps> mem;

@@ -75,8 +75,17 @@ struct Runner {
   }
   transport::Link& link(int peer) const { return *(*x.links)[peer]; }
 
-  transport::Message receive(int peer, size_t bytes, bool want_local = true) const {
-    transport::Message m = link(peer).recv_peek(*x.monitor, want_local);
+  // A posted message travels as a post where the link's domain has a poster and the size fits;
+  // sender and receiver decide alike from the step, the link and the size.
+  transport::Poster* poster_for(const sched::Step& st, size_t bytes) const {
+    if (!st.posted) return nullptr;
+    transport::Poster* p = link(st.peer).poster();
+    return p && bytes <= p->max_bytes() ? p : nullptr;
+  }
+
+  transport::Message receive(int peer, size_t bytes, bool want_local = true, bool post = false) const {
+    transport::Link& l = link(peer);
+    transport::Message m = post ? l.post_peek(*x.monitor) : l.recv_peek(*x.monitor, want_local);
     if (m.tag != x.tag || m.bytes != bytes) {
       std::string theirs = describe_tag(m.tag), ours = describe_tag(x.tag);
       fail(coralInvalidUsage,
@@ -87,6 +96,11 @@ struct Runner {
                              "counts or roots to '{}'", peer, m.bytes, bytes, ours));
     }
     return m;
+  }
+
+  void release(int peer, bool post) const {
+    if (post) link(peer).post_release();
+    else link(peer).recv_release();
   }
 
   std::byte* reserve(int peer, size_t bytes) const {
@@ -117,18 +131,20 @@ struct Runner {
         break;
       }
       case OpKind::Recv: {
-        transport::Message m = receive(st.peer, bytes, false);
+        const bool post = poster_for(st, bytes) != nullptr;
+        transport::Message m = receive(st.peer, bytes, false, post);
         if (m.data) mem.from_slot(dst, m.data, bytes);
         else link(st.peer).recv_read(m, dst);
         mem.fence();
-        link(st.peer).recv_release();
+        release(st.peer, post);
         break;
       }
       case OpKind::RecvReduce: {
-        transport::Message m = receive(st.peer, bytes);
+        const bool post = poster_for(st, bytes) != nullptr;
+        transport::Message m = receive(st.peer, bytes, true, post);
         mem.reduce(dst, nullptr, m.data, ptr(st.src), st.count, es);
         mem.fence();
-        link(st.peer).recv_release();
+        release(st.peer, post);
         break;
       }
       case OpKind::RecvReduceSend: {
@@ -192,40 +208,50 @@ struct Runner {
       if (n < 2) return 0;
       const void* srcs[MemOps::kMaxSources];
       srcs[0] = ptr(first.src);
-      for (size_t k = 0; k < n; ++k) srcs[k + 1] = receive(steps[i + k].peer, first.count * es).data;
+      const size_t bytes = first.count * es;
+      for (size_t k = 0; k < n; ++k)
+        srcs[k + 1] = receive(steps[i + k].peer, bytes, true, poster_for(steps[i + k], bytes) != nullptr).data;
       mem.m.reduce_many(ptr(first.dst), srcs, static_cast<int>(n) + 1, first.count);
       mem.fence();
-      for (size_t k = 0; k < n; ++k) link(steps[i + k].peer).recv_release();
+      for (size_t k = 0; k < n; ++k) release(steps[i + k].peer, poster_for(steps[i + k], bytes) != nullptr);
       return n;
     }
   }
 
-  // A run of sends of one buffer to several peers (the one-shot all-reduce): written once to a
-  // board their links share and sent by reference. Returns the steps consumed (0: none here, or
-  // no board buffer free now, and the sends go the usual way).
-  size_t broadcast(const std::vector<sched::Step>& steps, size_t i) {
+  // A run of posted sends of one buffer (the one-shot all-reduce): published once for every
+  // peer whose link has the poster; any others get ordinary sends. Returns the steps consumed.
+  size_t post(const std::vector<sched::Step>& steps, size_t i) {
     const sched::Step& first = steps[i];
-    if (first.kind != sched::OpKind::Send || first.count == 0) return 0;
-    transport::Board* board = link(first.peer).board();
-    const size_t bytes = first.count * es;
-    if (!board || (first.stable_src && bytes >= link(first.peer).direct_min_bytes())) return 0;
+    if (first.kind != sched::OpKind::Send || !first.posted) return 0;
     size_t j = i + 1;
-    while (j < steps.size() && steps[j].kind == sched::OpKind::Send && steps[j].count == first.count &&
-           steps[j].src.buf == first.src.buf && steps[j].src.off == first.src.off &&
-           link(steps[j].peer).board() == board)
+    while (j < steps.size() && steps[j].kind == sched::OpKind::Send && steps[j].posted &&
+           steps[j].count == first.count && steps[j].src.buf == first.src.buf && steps[j].src.off == first.src.off)
       ++j;
-    if (j - i < 2) return 0;
-    std::byte* buf = board->acquire(bytes);
-    if (!buf) return 0;
-    mem.to_slot(buf, ptr(first.src), bytes);
-    mem.fence();
-    for (size_t k = i; k < j; ++k) link(steps[k].peer).send_board(buf, bytes, x.tag, *x.monitor);
+    const size_t bytes = first.count * es;
+    transport::Poster* poster = nullptr;
+    thread_local std::vector<int> peers;
+    peers.clear();
+    for (size_t k = i; k < j; ++k) {
+      transport::Poster* p = poster_for(steps[k], bytes);
+      if (!p) continue;
+      if (poster && p != poster) fail(coralInternalError, "posted sends span two posters");
+      poster = p;
+      peers.push_back(steps[k].peer);
+    }
+    if (poster) {
+      std::byte* buf = poster->acquire(bytes, *x.monitor);
+      mem.to_slot(buf, ptr(first.src), bytes);
+      mem.fence();
+      poster->commit(bytes, x.tag, peers.data(), peers.size());
+    }
+    for (size_t k = i; k < j; ++k)
+      if (!poster_for(steps[k], bytes)) run(steps[k]);
     return j - i;
   }
 
   void run_all(const sched::Schedule& s) {
     for (size_t i = 0; i < s.steps.size();) {
-      if (size_t n = broadcast(s.steps, i)) {
+      if (size_t n = post(s.steps, i)) {
         i += n;
         continue;
       }

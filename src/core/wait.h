@@ -35,6 +35,10 @@ class WaitMonitor {
   virtual void poll_others(const void* self) { (void)self; }
   // Gives the core away while waiting for `peer`, where that can help some rank run.
   virtual void yield_core(int peer) { (void)peer; sched_yield(); }
+  // The tag of the operation that waits (0: none). A transport that keeps several channels per
+  // peer uses it to spot, on another channel, a message of a different operation: ranks called
+  // different collectives, and the one awaited will never come.
+  uint64_t tag = 0;
   int spin = 20000;        // polls before sleeping on the futex
   int pause_polls = 1000;  // of which the first ones only pause; later ones yield the core
   long sleep_slice_ns = 20 * 1000 * 1000;  // shorter when network transports need polling

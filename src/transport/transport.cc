@@ -12,9 +12,9 @@ void Link::send_direct(const void*, size_t, uint64_t, WaitMonitor&) {
   fail(coralInternalError, "send_direct on a link without single-copy support");
 }
 
-void Link::send_board(const std::byte*, size_t, uint64_t, WaitMonitor&) {
-  fail(coralInternalError, "send_board on a link without a board");
-}
+Message Link::post_peek(WaitMonitor&) { fail(coralInternalError, "post_peek on a link without posts"); }
+
+void Link::post_release() { fail(coralInternalError, "post_release on a link without posts"); }
 
 std::string lost_ranks(const std::vector<int>& lost, const std::string& why) {
   std::string list;

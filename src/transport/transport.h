@@ -20,13 +20,19 @@ struct Message {
   uint64_t tag;  // identifies the operation; a mismatch means ranks called different collectives
 };
 
-// Buffers a sender fills once and sends by reference over several links of one domain.
-class Board {
+// One message published once for several peers of a domain (the one-shot all-reduce sends one
+// vector to every peer). Posts travel apart from the links' FIFOs: each receiver reads a
+// sender's posts in order with Link::post_peek, and a schedule marks which messages are posts
+// (Step::posted), so both sides agree without asking.
+class Poster {
  public:
-  virtual ~Board() = default;
-  // A buffer of `bytes`, or nullptr when none is free now or the size does not suit (then send
-  // the usual way). Never blocks.
-  virtual std::byte* acquire(size_t bytes) = 0;
+  virtual ~Poster() = default;
+  // Largest post; larger posted messages go as ordinary sends on both sides.
+  virtual size_t max_bytes() const = 0;
+  // A buffer for the next post; blocks until the readers of the post that last used it are done.
+  virtual std::byte* acquire(size_t bytes, WaitMonitor& mon) = 0;
+  // Publishes the filled buffer to `peers` (global ranks, all on this poster's domain).
+  virtual void commit(size_t bytes, uint64_t tag, const int* peers, size_t npeers) = 0;
 };
 
 class Link {
@@ -45,10 +51,8 @@ class Link {
   virtual size_t direct_min_bytes() const { return SIZE_MAX; }
   // src must stay unchanged until flush() returns.
   virtual void send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon);
-  // The board this link can send from by reference (nullptr: none).
-  virtual Board* board() { return nullptr; }
-  // Sends `bytes` at buf, a filled buffer from board()->acquire, by reference.
-  virtual void send_board(const std::byte* buf, size_t bytes, uint64_t tag, WaitMonitor& mon);
+  // The poster of this link's domain (nullptr: this link carries no posts).
+  virtual Poster* poster() { return nullptr; }
   // Waits until the peer has released every message sent so far.
   virtual void flush(WaitMonitor&) {}
   // The next incoming message, valid until recv_release(). With want_local the payload is made
@@ -57,6 +61,9 @@ class Link {
   // Copies the payload of the message recv_peek returned into dst.
   virtual void recv_read(const Message& m, void* dst) = 0;
   virtual void recv_release() = 0;
+  // The peer's next post (in place, valid until post_release), and its release.
+  virtual Message post_peek(WaitMonitor& mon);
+  virtual void post_release();
 };
 
 // What every rank publishes at bootstrap.

@@ -1,5 +1,5 @@
 // Shared-memory specifics: the yield rule (transport/shm/presence.h), on hand-made presence, and
-// the sender's board (transport/shm/board.h).
+// posts (transport/shm/post.h).
 #include <catch2/catch.hpp>
 
 #include <sched.h>
@@ -13,6 +13,7 @@
 #include "tests/transport/conformance.h"
 #include "transport/shm/connection.h"
 #include "transport/shm/memory.h"
+#include "transport/shm/post.h"
 
 namespace shm = coral::transport::shm;
 
@@ -21,7 +22,7 @@ namespace {
 // Three local ranks' segments in this process; this thread is local rank 0, pinned so that
 // "this CPU" holds still. Ranks 1 and 2 start on another CPU, running.
 struct Node {
-  shm::Geometry geo{4096, 4, 3};
+  shm::Geometry geo{4096, 4, 3, false, 1024};
   shm::Segment seg[3];
   int cpu;
   Node() {
@@ -81,6 +82,14 @@ TEST_CASE("a waiter spins while the rank it awaits runs on another CPU, else yie
     n.fifo(1, 2).head = 3;  // sent: rank 1 goes on by itself
     CHECK_FALSE(y.worth_yielding(1));
   }
+  SECTION("the awaited rank waits for a post not yet made") {
+    n.wait(1, shm::Watch{2, shm::kPostWatch, false}, 9);  // rank 2's post 9
+    shm::PostHeader& h = n.seg[2].posts(n.geo)->ring[shm::post_slot(9)];
+    h.seq = 1;  // the header's previous post
+    CHECK(y.worth_yielding(1));
+    h.seq = 9;
+    CHECK_FALSE(y.worth_yielding(1));
+  }
   SECTION("credit waits compare released counts across the wrap") {
     n.wait(1, shm::Watch{2, 1, true}, 0);  // rank 1's fifo into rank 2: released up to 2^32
     n.fifo(2, 1).tail = 0xffffffffu;
@@ -105,71 +114,97 @@ TEST_CASE("a watch survives its encoding", "[shm][presence]") {
   }
 }
 
-// A link whose peer is played by the test: it releases by writing the FIFO's tail.
-struct FakeLink {
-  shm::Geometry geo{4096, 4, 2};
-  shm::FifoCtl out{}, in{};
-  shm::ShmLink link;
-  explicit FakeLink(shm::ShmBoard* b)
-      : link(1, getpid(), geo, &out, nullptr, &in, nullptr, SIZE_MAX, 48, nullptr, 0, 1, b, nullptr) {}
+// Waits that must not happen: the test fails instead of hanging.
+struct NoWait : coral::WaitMonitor {
+  void check(int peer) override { throw std::runtime_error("waited for rank " + std::to_string(peer)); }
 };
 
-TEST_CASE("a board slot comes back only once every reference to it was released", "[shm][board]") {
-  std::vector<std::byte> mem(4 * 1024);
-  shm::ShmBoard b(mem.data(), 1024, 4, 48);
-  FakeLink one(&b), two(&b);
-  CHECK(b.acquire(48) == nullptr);    // travels inline instead
-  CHECK(b.acquire(1025) == nullptr);  // larger than a slot
-  std::byte* first = b.acquire(49);
-  REQUIRE(first == mem.data());
-  b.note(first, &one.link, 1);
-  b.note(first, &two.link, 1);
-  for (int k = 1; k < 4; ++k) CHECK(b.acquire(1024) == mem.data() + k * 1024);
-  CHECK(b.acquire(64) == nullptr);  // slot 0 is still read by both peers
-  one.out.tail = 1;
-  CHECK(b.acquire(64) == nullptr);  // and by one
-  two.out.tail = 1;
-  CHECK(b.acquire(64) == first);
+// Rank 0's posts in a hand-made node of three local ranks; the readers are played by the test.
+struct PostNode {
+  std::vector<shm::PostArea> areas{3};
+  std::vector<std::byte> board = std::vector<std::byte>(shm::kPostSlots * 1024);
+  shm::Wakes wakes;
+  shm::ShmPosts posts{{&areas[0], &areas[1], &areas[2]}, 0, board.data(), 1024, {0, 1, 2}, &wakes};
+  NoWait mon;
+  void post(size_t bytes, uint64_t tag) {
+    posts.acquire(bytes, mon);
+    const int peers[] = {1, 2};
+    posts.commit(bytes, tag, peers, 2);
+  }
+};
+
+TEST_CASE("a post's header comes back only once every reader acknowledged it", "[shm][post]") {
+  PostNode n;
+  const uint32_t slots = shm::kPostSlots;
+  // Small posts travel in the header's line; larger ones use the board buffer of that header.
+  CHECK(n.posts.acquire(48, n.mon) == n.areas[0].ring[1].inline_data);
+  CHECK(n.posts.acquire(49, n.mon) == n.board.data() + 1 * 1024);
+  CHECK_THROWS(n.posts.acquire(1025, n.mon));
+  const int self[] = {0};
+  CHECK_THROWS(n.posts.commit(8, 1, self, 1));
+  for (uint32_t s = 1; s <= slots; ++s) {
+    CHECK(n.posts.next_free());
+    n.post(s % 2 ? 8 : 512, 100 + s);
+    CHECK(n.areas[0].ring[shm::post_slot(s)].seq == s);
+    CHECK(n.areas[0].ring[shm::post_slot(s)].tag == 100 + s);
+  }
+  CHECK_FALSE(n.posts.next_free());  // post 1's header is still read by both readers
+  CHECK_THROWS(n.post(8, 1));       // so the next post would wait
+  n.areas[1].acked[0] = 1;
+  CHECK_FALSE(n.posts.next_free());  // and by one
+  n.areas[2].acked[0] = slots;       // an acknowledgement covers every earlier post
+  CHECK(n.posts.next_free());
+  n.post(8, 200);
+  CHECK_FALSE(n.posts.next_free());  // post 2 is read by reader 1 still
+  n.areas[1].acked[0] = slots;
+  for (uint32_t s = 2; s <= slots; ++s) {
+    CHECK(n.posts.next_free());
+    n.post(8, 200 + s);
+  }
 }
 
-TEST_CASE("a vector written once to the board reaches every peer by reference", "[shm][board]") {
-  const int kSlots = 5;  // the board's (transport.cc); the FIFOs hold as many with CORAL_SHM_NSLOTS=8
-  conformance::Env slots("CORAL_SHM_NSLOTS", "8");
+TEST_CASE("a vector posted once reaches every local peer in place", "[shm][post]") {
+  const int kPosts = static_cast<int>(shm::kPostSlots);
   std::atomic<bool> checked{false};
   std::string err = conformance::on_ranks("shm", 3, [&](int r, coral::transport::Domain& d) {
     conformance::Monitor mon(&d, 20.0);
     if (r == 0) {
-      coral::transport::Board* b = d.link(1)->board();
-      ensure(b != nullptr, "the shm link has no board");
-      ensure(b == d.link(2)->board(), "links of one domain do not share the board");
-      for (int i = 0; i < kSlots; ++i) {
-        std::byte* buf = b->acquire(4096);
-        ensure(buf != nullptr, "a free board slot was refused");
-        std::memset(buf, 'a' + i, 4096);
-        d.link(1)->send_board(buf, 4096, 100 + i, mon);
-        d.link(2)->send_board(buf, 4096, 100 + i, mon);
-      }
-      ensure(b->acquire(4096) == nullptr, "a slot still read was handed out");  // all are read
+      coral::transport::Poster* p = d.link(1)->poster();
+      ensure(p != nullptr, "the shm link has no poster");
+      ensure(p == d.link(2)->poster(), "links of one domain do not share the poster");
+      auto* posts = dynamic_cast<shm::ShmPosts*>(p);
+      ensure(posts != nullptr, "not the shm poster");
+      const int peers[] = {1, 2};
+      auto post = [&](int i) {
+        const size_t bytes = i % 2 ? 4096 : 12;  // on the board, then inline
+        std::memset(p->acquire(bytes, mon), 'a' + i, bytes);
+        p->commit(bytes, 100 + i, peers, 2);
+      };
+      for (int i = 0; i < kPosts; ++i) post(i);
+      ensure(!posts->next_free(), "a header still unread was handed out");
       checked = true;
       for (int q = 1; q <= 2; ++q) {
         coral::transport::Message m = d.link(q)->recv_peek(mon, true);
         ensure(m.tag == 7, "unexpected message");
         d.link(q)->recv_release();
       }
-      ensure(b->acquire(4096) != nullptr, "a released slot did not come back");
+      ensure(posts->next_free(), "a released header did not come back");
+      post(kPosts);
     } else {
       while (!checked) std::this_thread::yield();
-      for (int i = 0; i < kSlots; ++i) {
-        coral::transport::Message m = d.link(0)->recv_peek(mon, false);
-        ensure(m.data != nullptr, "a board message came without its data");
-        ensure(m.bytes == 4096, "wrong size");
+      for (int i = 0; i <= kPosts; ++i) {
+        if (i == kPosts) {  // tell rank 0 the first round is read, then take the last post
+          std::memcpy(d.link(0)->send_acquire(8, mon), "released", 8);
+          d.link(0)->send_commit(8, 7);
+        }
+        const size_t bytes = i % 2 ? 4096 : 12;
+        coral::transport::Message m = d.link(0)->post_peek(mon);
+        ensure(m.bytes == bytes, "wrong size");
         ensure(m.tag == static_cast<uint64_t>(100 + i), "wrong tag");
-        std::vector<std::byte> want(4096, static_cast<std::byte>('a' + i));
-        ensure(std::memcmp(m.data, want.data(), 4096) == 0, "wrong contents");
-        d.link(0)->recv_release();
+        std::vector<std::byte> want(bytes, static_cast<std::byte>('a' + i));
+        ensure(std::memcmp(m.data, want.data(), bytes) == 0, "wrong contents");
+        d.link(0)->post_release();
       }
-      std::memcpy(d.link(0)->send_acquire(8, mon), "released", 8);
-      d.link(0)->send_commit(8, 7);
     }
   });
   CHECK(err == "");

@@ -370,6 +370,41 @@ TEST_CASE("the checker catches broken schedules") {
   CHECK_THROWS(build(bad, Algo::Ring));
 }
 
+TEST_CASE("posts are a channel of their own, marked alike on both sides") {
+  CollArgs a;
+  a.coll = Coll::AllReduce;
+  a.count = 7;
+  a.nranks = 5;
+  a.chunk = 3;
+  auto oneshot = [](const CollArgs& x) { return build(x, Algo::OneShot); };
+  Schedule s = oneshot(a);
+  size_t posted = 0;
+  for (const Step& st : s.steps) posted += st.posted;
+  CHECK(posted == 3 * 2 * 4);  // 3 chunks, each sent to 4 peers and received from 4
+  REQUIRE(verify_with(a, oneshot, false).ok);
+  // Rank 3 takes rank 0's post as an ordinary message: it never comes on that channel.
+  auto unmarked = [&](const CollArgs& x) {
+    Schedule t = oneshot(x);
+    if (x.rank == 3)
+      for (Step& st : t.steps)
+        if (st.peer == 0 && st.kind != OpKind::Send) st.posted = false;
+    return t;
+  };
+  VerifyResult r = verify_with(a, unmarked, false);
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.error, Catch::Contains("deadlock"));
+  // Only sends and plain receives can be posted.
+  auto forwarding = [&](const CollArgs& x) {
+    Schedule t = build(x, Algo::Ring);
+    for (Step& st : t.steps)
+      if (st.kind == OpKind::RecvReduceSend) st.posted = true;
+    return t;
+  };
+  r = verify_with(a, forwarding, false);
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.error, Catch::Contains("posted"));
+}
+
 TEST_CASE("ring all-reduce sends 2(P-1)/P of the data per rank") {
   for (int p : {2, 3, 4, 8, 16}) {
     CollArgs a;

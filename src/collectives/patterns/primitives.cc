@@ -81,8 +81,9 @@ void ring_allgather(Schedule& s, const CollArgs& a, const Blocks& blocks) {
   }
 }
 
-void fold_in_rank_order(Schedule& s, int p, int r, Ref mine, Ref acc, Ref scratch, size_t n) {
+void fold_in_rank_order(Schedule& s, int p, int r, Ref mine, Ref acc, Ref scratch, size_t n, bool posted) {
   if (p == 1) return copy_chunked(s, mine, acc, n);
+  const size_t first = s.steps.size();
   int q = 2;
   if (r <= 1) {
     // x_0 (op) x_1 in one pass straight into acc (the kernel's operands commute exactly).
@@ -95,6 +96,7 @@ void fold_in_rank_order(Schedule& s, int p, int r, Ref mine, Ref acc, Ref scratc
     q = r + 1;
   }
   for (; q < p; ++q) s.steps.push_back({OpKind::RecvReduce, q, -1, acc, acc, n});
+  for (size_t i = first; i < s.steps.size(); ++i) s.steps[i].posted = posted && s.steps[i].peer >= 0;
 }
 
 void copy_chunked(Schedule& s, Ref src, Ref dst, size_t count) {

@@ -26,14 +26,13 @@ extern "C" void __tsan_release(void* addr);
 namespace coral::transport::shm {
 
 namespace {
-// In SlotMeta::bytes: the payload is in the sender's memory (read with CMA), or on its board.
+// In SlotMeta::bytes: the payload is in the sender's memory (read with CMA).
 constexpr uint32_t kDirect = 0x80000000u;
-constexpr uint32_t kBoard = 0x40000000u;
 }
 
 ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
                  std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l,
-                 uint32_t peer_l, ShmBoard* board, const std::byte* peer_board)
+                 uint32_t peer_l, PostLinks posts, Wakes* wakes)
     : peer_(peer),
       peer_pid_(peer_pid),
       geo_(g),
@@ -46,19 +45,21 @@ ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std:
       presence_(presence),
       out_watch_{peer_l, me_l, true},
       in_watch_{me_l, peer_l, false},
-      board_(board),
-      peer_board_(peer_board) {}
+      post_watch_{peer_l, kPostWatch, false},
+      me_l_(me_l),
+      posts_(posts),
+      wakes_(wakes) {}
 
 template <class Ready>
-void ShmLink::await(WaitMonitor& mon, bool tail, uint32_t target, Ready ready) {
+void ShmLink::await(WaitMonitor& mon, Watch watch, uint32_t target, std::atomic<uint32_t>& word,
+                    std::atomic<uint32_t>& sleeping, Ready ready) {
   if (ready()) return;
-  std::atomic<uint32_t>& word = tail ? out_->tail : in_->head;
-  std::atomic<uint32_t>& sleeping = tail ? out_->send_sleeping : in_->recv_sleeping;
+  if (wakes_) wakes_->flush();  // whoever we wait for may be asleep until we wake it
   if (!presence_) return wait_until(mon, peer_, word, sleeping, ready);
   // Target before the watch: a reader that sees the watch sees its target.
   presence_->cpu.store(sched_getcpu(), std::memory_order_relaxed);
   presence_->target.store(target, std::memory_order_relaxed);
-  presence_->wait.store((tail ? out_watch_ : in_watch_).encode(), std::memory_order_release);
+  presence_->wait.store(watch.encode(), std::memory_order_release);
   struct Clear {
     Presence* p;
     ~Clear() {
@@ -73,7 +74,7 @@ void ShmLink::wait_credit(WaitMonitor& mon) {
   const uint32_t n = geo_.nslots;
   if (out_head_ - out_tail_seen_ >= n) {
     const uint32_t due = out_head_ - n + 1;
-    await(mon, true, due, [&] { return released(due); });
+    await(mon, out_watch_, due, out_->tail, out_->send_sleeping, [&] { return released(due); });
   }
 }
 
@@ -89,9 +90,15 @@ void ShmLink::publish(uint32_t bytes_and_flags, uint64_t tag) {
   m.bytes = bytes_and_flags;
   m.tag = tag;
   ++out_head_;
-  m.seq.store(out_head_, std::memory_order_release);       // what the receiver polls
-  out_->head.store(out_head_, std::memory_order_seq_cst);  // what a sleeping receiver waits on
-  wake_if_sleeping(out_->head, out_->recv_sleeping);
+  m.seq.store(out_head_, std::memory_order_release);  // what the receiver polls
+  out_->head.store(out_head_, std::memory_order_release);  // what a sleeping receiver waits on
+  bumped(out_->head, out_->recv_sleeping);
+}
+
+void ShmLink::bumped(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping) {
+  if (wakes_) return wakes_->add(&word, &sleeping);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wake_if_sleeping(word, sleeping);
 }
 
 void ShmLink::send_commit(size_t bytes, uint64_t tag) { publish(static_cast<uint32_t>(bytes), tag); }
@@ -105,14 +112,6 @@ void ShmLink::send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonit
   publish(static_cast<uint32_t>(bytes) | kDirect, tag);
 }
 
-void ShmLink::send_board(const std::byte* buf, size_t bytes, uint64_t tag, WaitMonitor& mon) {
-  wait_credit(mon);
-  const uint64_t off = board_->offset(buf);
-  std::memcpy(out_->meta[out_head_ % geo_.nslots].inline_data, &off, sizeof off);
-  board_->note(buf, this, out_head_ + 1);
-  publish(static_cast<uint32_t>(bytes) | kBoard, tag);
-}
-
 bool ShmLink::released(uint32_t seq) {
   if (reached(out_tail_seen_, seq)) return true;
   out_tail_seen_ = out_->tail.load(std::memory_order_acquire);
@@ -120,7 +119,8 @@ bool ShmLink::released(uint32_t seq) {
 }
 
 void ShmLink::flush(WaitMonitor& mon) {
-  if (out_tail_seen_ != out_head_) await(mon, true, out_head_, [&] { return released(out_head_); });
+  if (out_tail_seen_ != out_head_)
+    await(mon, out_watch_, out_head_, out_->tail, out_->send_sleeping, [&] { return released(out_head_); });
   for (uint64_t a : unflushed_) CORAL_TSAN_ACQUIRE(a);  // the receiver is done reading them
   unflushed_.clear();
 }
@@ -157,13 +157,14 @@ Message ShmLink::recv_peek(WaitMonitor& mon, bool want_local) {
   const uint32_t i = in_tail_ % geo_.nslots;
   SlotMeta& m = in_->meta[i];
   const uint32_t want = in_tail_ + 1;
-  await(mon, false, want, [&] { return m.seq.load(std::memory_order_acquire) == want; });
-  const size_t bytes = m.bytes & ~(kDirect | kBoard);
-  if (m.bytes & kBoard) {
-    uint64_t off;
-    std::memcpy(&off, m.inline_data, sizeof off);
-    return Message{peer_board_ + off, bytes, m.tag};
-  }
+  Message other{};
+  unsigned polls = 0;
+  auto post = [&](Message* o) { return post_waiting(o); };
+  await(mon, in_watch_, want, in_->head, in_->recv_sleeping, [&] {
+    return m.seq.load(std::memory_order_acquire) == want || stray(mon, polls, post, &other);
+  });
+  if (m.seq.load(std::memory_order_acquire) != want) return other;  // the caller reports the mismatch
+  const size_t bytes = m.bytes & ~kDirect;
   std::byte* slot = in_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
   if (m.bytes & kDirect) {
     if (!want_local) return Message{nullptr, bytes, m.tag};
@@ -188,8 +189,43 @@ void ShmLink::recv_read(const Message& msg, void* dst) {
 void ShmLink::recv_release() {
   if (read_from_) CORAL_TSAN_RELEASE(read_from_);
   read_from_ = 0;
-  in_->tail.store(++in_tail_, std::memory_order_seq_cst);
-  wake_if_sleeping(in_->tail, in_->send_sleeping);
+  in_->tail.store(++in_tail_, std::memory_order_release);
+  bumped(in_->tail, in_->send_sleeping);
+}
+
+Message ShmLink::post_peek(WaitMonitor& mon) {
+  const uint32_t want = posts_read_ + 1, slot = post_slot(want);
+  PostHeader& h = posts_.peer_area->ring[slot];
+  Message other{};
+  unsigned polls = 0;
+  auto fifo = [&](Message* o) { return fifo_waiting(o); };
+  await(mon, post_watch_, want, h.seq, posts_.peer_area->sleeping[me_l_], [&] {
+    return h.seq.load(std::memory_order_acquire) == want || stray(mon, polls, fifo, &other);
+  });
+  if (h.seq.load(std::memory_order_acquire) != want) return other;  // the caller reports the mismatch
+  const std::byte* data = h.bytes <= kInlineBytes ? h.inline_data : posts_.peer_board + static_cast<size_t>(slot) * posts_.board_bytes;
+  return Message{data, h.bytes, h.tag};
+}
+
+bool ShmLink::fifo_waiting(Message* m) const {
+  const SlotMeta& s = in_->meta[in_tail_ % geo_.nslots];
+  if (s.seq.load(std::memory_order_acquire) != in_tail_ + 1) return false;
+  *m = Message{nullptr, s.bytes & ~kDirect, s.tag};
+  return true;
+}
+
+bool ShmLink::post_waiting(Message* m) const {
+  if (!posts_.mine) return false;
+  const PostHeader& h = posts_.peer_area->ring[post_slot(posts_read_ + 1)];
+  if (h.seq.load(std::memory_order_acquire) != posts_read_ + 1) return false;
+  *m = Message{nullptr, h.bytes, h.tag};
+  return true;
+}
+
+void ShmLink::post_release() {
+  std::atomic<uint32_t>& acked = posts_.my_area->acked[post_watch_.owner];
+  acked.store(++posts_read_, std::memory_order_release);
+  bumped(acked, posts_.peer_area->ack_sleeping);
 }
 
 bool can_read_process(pid_t peer_pid, const void* remote_probe, uint64_t expect) {

@@ -6,11 +6,21 @@
 
 #include <vector>
 
-#include "transport/shm/board.h"
 #include "transport/shm/memory.h"
+#include "transport/shm/post.h"
+#include "transport/shm/wakes.h"
 #include "transport/transport.h"
 
 namespace coral::transport::shm {
+
+// What a link needs to read its peer's posts (all null: no posts on this domain).
+struct PostLinks {
+  ShmPosts* mine = nullptr;              // our poster, shared by the domain's links
+  PostArea* my_area = nullptr;           // where we acknowledge the peer's posts
+  PostArea* peer_area = nullptr;         // the peer's headers, as mapped here
+  const std::byte* peer_board = nullptr;
+  size_t board_bytes = 0;
+};
 
 class ShmLink : public Link {
  public:
@@ -18,10 +28,10 @@ class ShmLink : public Link {
   // inline_max bytes travel in the slot's control line.
   // presence: this rank's, published while it waits (null: not published); me_l/peer_l: local
   // indices of this rank and the peer.
-  // board/peer_board: ours to send from, the peer's as mapped here (both null: no boards).
+  // wakes: shared by the domain's links, which then defer their wake checks (null: check at once).
   ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
           std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l,
-          uint32_t peer_l, ShmBoard* board, const std::byte* peer_board);
+          uint32_t peer_l, PostLinks posts, Wakes* wakes);
   size_t max_message() const override { return geo_.slot_bytes; }
   int max_in_flight() const override { return static_cast<int>(geo_.nslots); }
   std::byte* send_acquire(size_t bytes, WaitMonitor& mon) override;
@@ -29,8 +39,9 @@ class ShmLink : public Link {
   size_t direct_min_bytes() const override { return direct_min_; }
   void send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon) override;
   void flush(WaitMonitor& mon) override;
-  Board* board() override { return board_; }
-  void send_board(const std::byte* buf, size_t bytes, uint64_t tag, WaitMonitor& mon) override;
+  Poster* poster() override { return posts_.mine; }
+  Message post_peek(WaitMonitor& mon) override;
+  void post_release() override;
   // Whether the peer released our message `seq` (counted from 1); reads the shared tail only
   // when the last one seen does not tell.
   bool released(uint32_t seq);
@@ -40,11 +51,22 @@ class ShmLink : public Link {
 
  private:
   void wait_credit(WaitMonitor& mon);
-  // Waits for the peer to release up to message `target` of ours, or (tail=false) to commit
-  // message `target` of its own, publishing which counter it watches meanwhile.
+  // Waits until ready(), publishing meanwhile that `watch` is due to reach `target`; word is the
+  // futex the other side bumps, sleeping our flag for it.
   template <class Ready>
-  void await(WaitMonitor& mon, bool tail, uint32_t target, Ready ready);
+  void await(WaitMonitor& mon, Watch watch, uint32_t target, std::atomic<uint32_t>& word,
+             std::atomic<uint32_t>& sleeping, Ready ready);
   void publish(uint32_t bytes_and_flags, uint64_t tag);
+  // The peer's next message on the other channel (FIFO or posts), if any: its size and tag.
+  bool fifo_waiting(Message* m) const;
+  bool post_waiting(Message* m) const;
+  // Whether `other` (a *_waiting check) shows a message of another operation than mon's: then
+  // the one awaited on this channel will not come. Checked on every 16th poll.
+  template <class Other>
+  bool stray(WaitMonitor& mon, unsigned& polls, Other other, Message* m) const {
+    return mon.tag && (++polls & 15) == 0 && other(m) && m->tag != mon.tag;
+  }
+  void bumped(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping);
   void read_remote(void* dst, uint64_t addr, size_t bytes);
 
   int peer_;
@@ -57,9 +79,11 @@ class ShmLink : public Link {
   size_t direct_min_;
   size_t inline_max_;
   Presence* presence_;
-  Watch out_watch_, in_watch_;  // our FIFO in the peer's segment (tail), theirs in ours (head)
-  ShmBoard* board_;
-  const std::byte* peer_board_;
+  Watch out_watch_, in_watch_, post_watch_;  // our FIFO's tail, theirs's head, the peer's posts
+  uint32_t me_l_;
+  PostLinks posts_;
+  uint32_t posts_read_ = 0;  // of the peer's posts
+  Wakes* wakes_;
   uint32_t out_head_ = 0;       // only this side writes out_->head
   uint32_t out_tail_seen_ = 0;  // last tail read: released() re-reads it only when it does not tell
   uint32_t in_tail_ = 0;        // only this side writes in_->tail

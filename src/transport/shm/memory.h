@@ -1,5 +1,6 @@
-// Layout of a rank's shared segment: a control page (abort flag and reason), then one inbound
-// FIFO per local rank. Each FIFO lives in the receiver's segment; the sender writes its slots.
+// Layout of a rank's shared segment: a control page (abort flag and reason), one inbound FIFO
+// per local rank, then (host memory only) this rank's posts and their board. Each FIFO lives in
+// the receiver's segment; the sender writes its slots. Posts live in the poster's segment.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -39,19 +40,43 @@ struct FifoCtl {
   SlotMeta meta[kMaxSlots];
 };
 
+// Posts (post.h): messages a rank publishes once for several local peers. Post s (from 1) sits
+// in header s % kPostSlots, its payload inline or in the board buffer of that index.
+constexpr uint32_t kPostSlots = 8;
+constexpr int kMaxPostRanks = 64;  // local ranks beyond this send one-to-many messages one by one
+
+struct alignas(64) PostHeader {
+  std::atomic<uint32_t> seq;  // the post number once the header holds it; readers sleep on it
+  uint32_t bytes;
+  uint64_t tag;
+  std::byte inline_data[kInlineBytes];
+};
+static_assert(sizeof(PostHeader) == 64);
+
+// Lines by writer: the poster writes headers; a reader l writes sleeping[l] (rarely) and, in its
+// own area, acked[] (once per post read, a line that stays in its cache); the poster writes
+// ack_sleeping (rarely), which every reader checks after each ack.
+struct PostArea {
+  PostHeader ring[kPostSlots];
+  alignas(64) std::atomic<uint32_t> sleeping[kMaxPostRanks];  // reader l sleeps on a header
+  alignas(64) std::atomic<uint32_t> acked[kMaxPostRanks];     // as a reader: posts of rank l released
+  alignas(64) std::atomic<uint32_t> ack_sleeping;            // the poster sleeps on a reader's acked
+};
+
 struct Geometry {
   size_t slot_bytes;
   uint32_t nslots;
   int nlocal;
   bool external = false;  // payload slots live outside the segment (device memory)
-  size_t board_slot_bytes = 0;  // the sender's board (board.h), after the FIFOs
-  uint32_t board_slots = 0;
+  size_t board_slot_bytes = 0;  // the poster's board buffers (kPostSlots of them; 0: no posts)
   size_t ctl_bytes() const { return 4096; }
   size_t fifo_header() const { return (sizeof(FifoCtl) + 4095) / 4096 * 4096; }
   size_t ring_bytes() const { return nslots * slot_bytes; }
   size_t fifo_bytes() const { return fifo_header() + (external ? 0 : ring_bytes()); }
-  size_t board_offset() const { return ctl_bytes() + static_cast<size_t>(nlocal) * fifo_bytes(); }
-  size_t total() const { return board_offset() + board_slot_bytes * board_slots; }
+  bool posts() const { return board_slot_bytes > 0; }
+  size_t post_offset() const { return ctl_bytes() + static_cast<size_t>(nlocal) * fifo_bytes(); }
+  size_t board_offset() const { return post_offset() + (posts() ? (sizeof(PostArea) + 4095) / 4096 * 4096 : 0); }
+  size_t total() const { return board_offset() + board_slot_bytes * (posts() ? kPostSlots : 0); }
 };
 
 // A mapped segment; the creator unlinks the name once peers have attached.
@@ -71,6 +96,7 @@ class Segment {
   std::byte* slot(const Geometry& g, int local, uint32_t i) const {
     return base_ + g.ctl_bytes() + local * g.fifo_bytes() + g.fifo_header() + i * g.slot_bytes;
   }
+  PostArea* posts(const Geometry& g) const { return reinterpret_cast<PostArea*>(base_ + g.post_offset()); }
   std::byte* board(const Geometry& g) const { return base_ + g.board_offset(); }
   void unlink();
 

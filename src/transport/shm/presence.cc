@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include "transport/shm/memory.h"
+#include "transport/shm/post.h"
 
 namespace coral::transport::shm {
 
@@ -17,10 +18,17 @@ bool Yielder::runnable(const Presence& p) const {
   const uint32_t w = p.wait.load(std::memory_order_acquire);
   if (!w) return true;
   const Watch watch = Watch::decode(w);
-  if (watch.owner >= segs_.size() || watch.fifo >= segs_.size()) return true;
+  const uint32_t target = p.target.load(std::memory_order_relaxed);
+  if (watch.owner >= segs_.size()) return true;
+  if (watch.fifo == kPostWatch) {
+    if (!geo_.posts()) return true;
+    const PostHeader& h = segs_[watch.owner]->posts(geo_)->ring[post_slot(target)];
+    return reached(h.seq.load(std::memory_order_relaxed), target);
+  }
+  if (watch.fifo >= segs_.size()) return true;
   const FifoCtl* f = segs_[watch.owner]->fifo(geo_, static_cast<int>(watch.fifo));
   const uint32_t v = (watch.tail ? f->tail : f->head).load(std::memory_order_relaxed);
-  return reached(v, p.target.load(std::memory_order_relaxed));
+  return reached(v, target);
 }
 
 bool Yielder::worth_yielding(int peer) const {

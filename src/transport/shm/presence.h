@@ -26,7 +26,8 @@ struct alignas(64) Presence {
 };
 
 // A FIFO counter: head (messages committed) or tail (messages released) of FIFO `fifo` in local
-// rank `owner`'s segment.
+// rank `owner`'s segment; or, with fifo == kPostWatch, the header of `owner`'s post due.
+constexpr uint32_t kPostWatch = 0x7fff;
 struct Watch {
   uint32_t owner, fifo;
   bool tail;

@@ -32,6 +32,7 @@ class ShmDomain : public Domain {
   std::string peer_failure(int peer) override;
   std::string remote_abort() override;
   void abort(const std::string& why) override;
+  void drain(WaitMonitor&) override { wakes_.flush(); }
   void give_way(int peer) override {
     if (yielder_) yielder_->give_way(peer);
     else sched_yield();
@@ -45,14 +46,12 @@ class ShmDomain : public Domain {
   std::map<int, std::unique_ptr<ShmLink>> links_;
   std::map<int, int> pidfds_;
   std::map<int, int> pids_;
-  std::unique_ptr<ShmBoard> board_;
+  std::unique_ptr<ShmPosts> posts_;  // host memory, and few enough local ranks
   std::unique_ptr<Yielder> yielder_;  // host memory only: the host domain is the one consulted
+  Wakes wakes_;  // host memory only: device operations end without drain()
 };
 
-constexpr size_t kBoardSlotBytes = 64 * 1024;
-// One more than a FIFO's default slots: by a slot's next turn its readers are known (from the
-// credits each send checks) to have released it, without reading their counters.
-constexpr uint32_t kBoardSlots = 5;
+constexpr size_t kBoardSlotBytes = 64 * 1024;  // the largest post
 
 // A known value at a known address: peers read it to learn whether cross-memory attach works.
 const uint64_t kProbe = 0xc0a1c0a1d15ea5e5ull;
@@ -80,10 +79,8 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     fail(coralInvalidArgument, knob + "_NSLOTS must be between 1 and 64");
   SlotMemory* ext = opts_.slots.get();
   geo_ = Geometry{slot, static_cast<uint32_t>(nslots), static_cast<int>(local.size()), ext != nullptr};
-  if (!ext) {  // boards serve the small broadcasts of one-shot; larger sends go by CMA or slots
-    geo_.board_slot_bytes = std::min<size_t>(slot, kBoardSlotBytes);
-    geo_.board_slots = kBoardSlots;
-  }
+  // Posts serve the small broadcasts of one-shot; larger sends go by CMA or slots.
+  if (!ext && geo_.nlocal <= kMaxPostRanks) geo_.board_slot_bytes = std::min<size_t>(slot, kBoardSlotBytes);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
 
   const uint64_t direct_min = ext ? 0 : config::get_bytes("CORAL_CMA_BYTES");
@@ -91,7 +88,6 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 
   mine_ = Segment::create(segment_name(a.prefix, a.rank), geo_.total());
-  if (!ext) board_ = std::make_unique<ShmBoard>(mine_.board(geo_), geo_.board_slot_bytes, geo_.board_slots, kInlineBytes);
   Presence* presence = ext ? nullptr : &mine_.control()->presence;
   mine_.control()->presence.cpu.store(-1);
   std::string geo_str = std::to_string(slot) + "x" + std::to_string(nslots);
@@ -112,20 +108,34 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     if (can_read_process((*a.peers)[q].pid, probe, kProbe)) readable += std::to_string(q) + ",";
   }
   a.store->set(a.prefix + "/cma/" + std::to_string(a.rank), to_bytes(readable));
+  std::vector<int> local_of(a.peers->size(), -1);
+  for (int r : local) local_of[r] = local_index(r);
+  auto segment_of = [&](int l) -> const Segment& { return local[l] == a.rank ? mine_ : theirs_.at(local[l]); };
+  if (geo_.posts()) {
+    std::vector<PostArea*> areas;
+    for (int l = 0; l < geo_.nlocal; ++l) areas.push_back(segment_of(l).posts(geo_));
+    posts_ = std::make_unique<ShmPosts>(std::move(areas), local_index(a.rank), mine_.board(geo_), geo_.board_slot_bytes,
+                                        local_of, &wakes_);
+  }
   for (int q : a.targets) {
     std::string theirs = to_string(a.store->get(a.prefix + "/cma/" + std::to_string(q), timeout));
     bool q_reads_me = theirs.find("," + std::to_string(a.rank) + ",") != std::string::npos;
     if (!q_reads_me && direct_min)
       log::info(log::Shm, "shm: rank {} cannot read this process's memory: copies through slots", q);
     const int me_l = local_index(a.rank), q_l = local_index(q);
+    auto post_links = [&](int l) {
+      if (!posts_) return PostLinks{};
+      return PostLinks{posts_.get(), mine_.posts(geo_), segment_of(l).posts(geo_), segment_of(l).board(geo_),
+                       geo_.board_slot_bytes};
+    };
     const Segment& theirs_seg = theirs_.at(q);
     std::byte* out_slots = ext ? ext->theirs(q, me_l) : theirs_seg.slot(geo_, me_l, 0);
     std::byte* in_slots = ext ? ext->mine(q_l) : mine_.slot(geo_, q_l, 0);
     links_.emplace(q, std::make_unique<ShmLink>(q, (*a.peers)[q].pid, geo_, theirs_seg.fifo(geo_, me_l), out_slots,
                                                 mine_.fifo(geo_, q_l), in_slots,
                                                 direct_min && q_reads_me ? direct_min : SIZE_MAX,
-                                                ext ? 0 : kInlineBytes, presence, me_l, q_l, board_.get(),
-                                                ext ? nullptr : theirs_seg.board(geo_)));
+                                                ext ? 0 : kInlineBytes, presence, me_l, q_l, post_links(q_l),
+                                                ext ? nullptr : &wakes_));
     int pid = (*a.peers)[q].pid;
     pids_[q] = pid;
     if (pid != getpid()) {
@@ -137,8 +147,6 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     std::vector<const Segment*> by_local(local.size());
     by_local[local_index(a.rank)] = &mine_;
     for (auto& [q, seg] : theirs_) by_local[local_index(q)] = &seg;
-    std::vector<int> local_of(a.peers->size(), -1);
-    for (int r : local) local_of[r] = local_index(r);
     yielder_ = std::make_unique<Yielder>(geo_, std::move(by_local), local_index(a.rank), std::move(local_of));
   }
   // Everyone attached: the names can go, so a crash later leaves nothing in /dev/shm.

@@ -1,0 +1,71 @@
+#include "transport/shm/post.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "transport/shm/presence.h"
+
+namespace coral::transport::shm {
+
+ShmPosts::ShmPosts(std::vector<PostArea*> areas, int me, std::byte* board, size_t board_bytes,
+                   std::vector<int> local_of, Wakes* wakes)
+    : areas_(std::move(areas)),
+      me_(me),
+      board_(board),
+      board_bytes_(board_bytes),
+      local_of_(std::move(local_of)),
+      wakes_(wakes),
+      readers_(kPostSlots),
+      acked_seen_(areas_.size(), 0) {}
+
+int ShmPosts::holding(uint32_t seq, const std::vector<int>& readers) {
+  for (int l : readers) {
+    if (reached(acked_seen_[l], seq)) continue;
+    acked_seen_[l] = areas_[l]->acked[me_].load(std::memory_order_acquire);
+    if (!reached(acked_seen_[l], seq)) return l;
+  }
+  return -1;
+}
+
+bool ShmPosts::next_free() { return holding(posts_ + 1 - kPostSlots, readers_[post_slot(posts_ + 1)]) < 0; }
+
+// In the one-shot all-reduce a header comes back long before its next turn: to post call k+8 a
+// rank must have finished call k+7, which needed every peer's post of that call, made after the
+// peer had read call k. So the wait below is for other uses, and reads acknowledgements rarely:
+// one read tells about every post up to it.
+std::byte* ShmPosts::acquire(size_t bytes, WaitMonitor& mon) {
+  if (bytes > board_bytes_) fail(coralInternalError, "post larger than the board's buffers");
+  const uint32_t seq = posts_ + 1, slot = post_slot(seq);
+  const uint32_t prev = seq - kPostSlots;
+  const std::vector<int>& readers = readers_[slot];
+  for (int l; (l = holding(prev, readers)) >= 0;) {
+    std::atomic<uint32_t>& word = areas_[l]->acked[me_];
+    int peer = -1;
+    for (size_t g = 0; g < local_of_.size(); ++g)
+      if (local_of_[g] == l) peer = static_cast<int>(g);
+    wakes_->flush();  // the reader may sleep on one of our posts
+    wait_until(mon, peer, word, areas_[me_]->ack_sleeping, [&] { return reached(word.load(std::memory_order_acquire), prev); });
+  }
+  PostHeader& h = areas_[me_]->ring[slot];
+  return bytes <= kInlineBytes ? h.inline_data : board_ + static_cast<size_t>(slot) * board_bytes_;
+}
+
+void ShmPosts::commit(size_t bytes, uint64_t tag, const int* peers, size_t npeers) {
+  auto local = [&](int g) { return g >= 0 && static_cast<size_t>(g) < local_of_.size() ? local_of_[g] : -1; };
+  for (size_t i = 0; i < npeers; ++i)
+    if (local(peers[i]) < 0 || local(peers[i]) == me_)
+      fail(coralInternalError, "post to rank " + std::to_string(peers[i]) + ", not a local peer");
+  const uint32_t seq = posts_ + 1;
+  std::vector<int>& readers = readers_[post_slot(seq)];
+  readers.clear();
+  for (size_t i = 0; i < npeers; ++i) readers.push_back(local(peers[i]));
+  PostHeader& h = areas_[me_]->ring[post_slot(seq)];
+  h.bytes = static_cast<uint32_t>(bytes);
+  h.tag = tag;
+  h.seq.store(seq, std::memory_order_release);
+  posts_ = seq;
+  for (int l : readers) wakes_->add(&h.seq, &areas_[me_]->sleeping[l]);
+}
+
+}  // namespace coral::transport::shm

@@ -1,0 +1,47 @@
+// A rank's posts: one message published once for several local peers. One-shot all-reduce
+// sends the same vector to all P-1 peers; through the FIFOs that is P-1 sends, each writing a
+// line in a peer's segment and later reading its release. A post writes one header line in the
+// poster's own segment (the payload inline, or in a board buffer beside it), and each reader
+// acknowledges in a line of its own segment that the poster reads only when it reuses a header.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "transport/shm/memory.h"
+#include "transport/shm/wakes.h"
+#include "transport/transport.h"
+
+namespace coral::transport::shm {
+
+class ShmPosts : public Poster {
+ public:
+  // areas: every local rank's PostArea by local index (ours at me); board: our kPostSlots
+  // buffers of board_bytes; local_of: per global rank, its local index or -1.
+  ShmPosts(std::vector<PostArea*> areas, int me, std::byte* board, size_t board_bytes, std::vector<int> local_of,
+           Wakes* wakes);
+  size_t max_bytes() const override { return board_bytes_; }
+  std::byte* acquire(size_t bytes, WaitMonitor& mon) override;
+  void commit(size_t bytes, uint64_t tag, const int* peers, size_t npeers) override;
+  // Whether every reader of the post that last used the next post's header released it.
+  bool next_free();
+
+ private:
+  // The first reader (local index) that has not released post `seq` of ours, or -1.
+  int holding(uint32_t seq, const std::vector<int>& readers);
+
+  std::vector<PostArea*> areas_;
+  int me_;
+  std::byte* board_;
+  size_t board_bytes_;
+  std::vector<int> local_of_;
+  Wakes* wakes_;
+  uint32_t posts_ = 0;
+  std::vector<std::vector<int>> readers_;  // per header: the local ranks its post went to
+  std::vector<uint32_t> acked_seen_;       // per local rank: its last acknowledgement read
+};
+
+// Where post `seq` (from 1) of a poster lives.
+inline uint32_t post_slot(uint32_t seq) { return seq % kPostSlots; }
+
+}  // namespace coral::transport::shm
