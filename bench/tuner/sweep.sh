@@ -8,7 +8,9 @@
 # would mistake for differences between algorithms). The table also shows median raw times.
 # Targets: auto within 10% of the best (time(auto) <= 1.1 x time(best)) at every size, and at
 # least 3x faster than the ring from 8 B to 4 KiB. A gap over 10% where auto picked the best
-# algorithm itself is reported as noise, not a miss. Exits 1 when a target is missed.
+# algorithm itself is reported as noise, not a miss. Each 8 B rep also times oneshot_floor.c
+# (the exchange alone, no library): ring/floor says how far past the ring any one-shot could get
+# on this machine. Exits 1 when a target is missed.
 # Usage: bench/tuner/sweep.sh [--build DIR] [--ranks "4 8"] [--reps R] [--iters N]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,10 +25,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 out=$(mktemp)
-trap 'rm -f "$out" "$out.sw"' EXIT
+trap 'rm -f "$out" "$out.sw" "$out.fl"' EXIT
 # What a context switch costs here: a round trip is two; a blocking call with two ranks per core
 # costs at least one per core.
 cc -O2 -o "$out.sw" bench/tuner/switch_floor.c && "$out.sw"
+cc -O2 -o "$out.fl" bench/tuner/oneshot_floor.c
 algos=(auto ring tree rhd rd oneshot twoshot hier)
 for p in $ranks; do
   # Up to 64 KiB a call takes microseconds: ten times the iterations steady the medians.
@@ -39,6 +42,9 @@ for p in $ranks; do
         "$build/tools/coral-run/coral-run" -n "$p" --bind-to core --no-prefix "$build/bench/coral-bench" -b "$1" -e "$2" \
           -f 4 -n "$3" -w 3 --algo "$a" | awk -v p="$p" -v a="$a" -v r="$r" '/^ +[0-9]/ {print p, r, a, $1, $6, $(NF-2)}' >>"$out"
       done
+      if [ "$1" = 8 ]; then
+        "$out.fl" "$p" 2000 | awk -v p="$p" -v r="$r" -F'us=' '{print p, r, "floor", 8, $2, "floor"}' >>"$out"
+      fi
     done
   done
 done
@@ -60,6 +66,7 @@ for p in sorted({k[0] for k in t}):
     for size in sorted({k[2] for k in t if k[0] == p}):
         med = {a: statistics.median(v.values()) for (pp, a, s), v in t.items() if pp == p and s == size}
         auto = med.pop("auto")
+        floor = med.pop("floor", None)
         best_algo = min(med, key=lambda a: paired(p, size, a, "auto"))  # fastest against auto, rep by rep
         pick = chosen[(p, size)].most_common(1)[0][0]
         ratio, ring = paired(p, size, "auto", best_algo), paired(p, size, "ring", "auto")
@@ -72,6 +79,9 @@ for p in sorted({k[0] for k in t}):
         missed += "MISSED" in flag
         print(f"{size:>10} {auto:>10.2f} {pick:>8} {med[best_algo]:>10.2f} {best_algo:>8} "
               f"{ratio:>9.3f} {ring:>9.2f}{flag}")
+        if floor is not None:
+            print(f"{'':>10} {floor:>10.2f} {'floor':>8}  the exchange alone (oneshot_floor.c): "
+                  f"ring/floor {paired(p, size, 'ring', 'floor'):.2f}, auto/floor {paired(p, size, 'auto', 'floor'):.2f}")
 print(f"\n{missed} target(s) missed")
 sys.exit(1 if missed else 0)
 PY

@@ -28,7 +28,8 @@ const std::vector<Knob>& knobs() {
        "Force an algorithm (auto, ring, tree, rhd, rd, oneshot, hier, twoshot, chain) for every collective that has it, "
        "or per size: allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64K:tree"},
       {"CORAL_SMALL_BYTES", Type::Bytes, "4K",
-       "All-reduces up to this size take the latency path in auto mode (one-shot on one host, recursive doubling across hosts)"},
+       "All-reduces up to this size take the latency path in auto mode (one-shot on one host, recursive doubling across hosts); "
+       "on one host one-shot goes on while its peers read at most 64 KiB of it"},
       {"CORAL_SHM_SLOT_BYTES", Type::Bytes, "256K", "Bytes per shared-memory FIFO slot."},
       {"CORAL_SHM_NSLOTS", Type::Int, "4", "Slots per shared-memory FIFO (pipeline depth)."},
       {"CORAL_CUDA_IPC_SLOT_BYTES", Type::Bytes, "4M", "Bytes per cuda_ipc FIFO slot (device memory)."},

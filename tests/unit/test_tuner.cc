@@ -112,7 +112,17 @@ TEST_CASE("on one host the tuner takes one-shot, then two-shot, with rhd in betw
   CHECK(pick(4, 8) == Algo::OneShot);
   CHECK(pick(8, 4096) == Algo::OneShot);
   CHECK(pick(16, 4096) == Algo::RecursiveDoubling);  // too many peers for one-shot
-  CHECK(pick(4, 8192) == Algo::TwoShot);
+  // Past 4 KiB one-shot goes on while its peers read S(P-1) <= 64 KiB of it.
+  CHECK(pick(4, 16 << 10) == Algo::OneShot);
+  CHECK(pick(4, (16 << 10) + 4) == Algo::OneShot);
+  CHECK(pick(4, 32 << 10) == Algo::TwoShot);
+  CHECK(pick(8, 8 << 10) == Algo::OneShot);
+  CHECK(pick(8, 16 << 10) == Algo::TwoShot);
+  CHECK(pick(2, 64 << 10) == Algo::OneShot);
+  CHECK(pick(2, (64 << 10) + 4) == Algo::TwoShot);
+  t.single_host = false;
+  CHECK(pick(4, 8 << 10) != Algo::OneShot);  // across hosts the peers' reads are network sends
+  t.single_host = true;
   CHECK(pick(4, 256 << 10) == Algo::Rhd);
   CHECK(pick(8, (4 << 20) - 4) == Algo::Rhd);
   CHECK(pick(8, 4 << 20) == Algo::TwoShot);

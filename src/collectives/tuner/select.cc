@@ -20,8 +20,13 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     // Small messages are latency-bound: one-shot waits once (for all peers at the same time),
     // recursive doubling log2(P) times, the ring 2(P-1) times. Their extra bytes (S(P-1) and
     // S log P against 2S) stop paying above a few KiB (bench/tuner/sweep.sh: 2 KiB here).
-    if (bytes <= t.small_bytes)
-      return t.single_host && a.nranks <= t.oneshot_max_ranks ? Algo::OneShot : Algo::RecursiveDoubling;
+    const bool oneshot = t.single_host && a.nranks <= t.oneshot_max_ranks;
+    if (bytes <= t.small_bytes) return oneshot ? Algo::OneShot : Algo::RecursiveDoubling;
+    // Written once and read in place by every peer (a post), the vector costs one-shot less than
+    // two-shot's second round of waiting until the peers' reads add up (paired runs: 17-19%
+    // faster at 8 KiB for P=4 and P=8, 12% at 16 KiB for P=4; 9% slower at 32 KiB for P=4, 13%
+    // at 16 KiB for P=8).
+    if (oneshot && bytes * static_cast<size_t>(a.nranks - 1) <= t.oneshot_read_bytes) return Algo::OneShot;
     // Over shared memory every pair is equally close, so the direct two-shot moves the ring's
     // bytes with 2 rounds of waiting instead of 2(P-1). From 256 KiB up to 4 MiB Rabenseifner's
     // pairwise exchanges measured 2-23% faster at P=4 and P=8 (its halves stay in cache; at

@@ -12,6 +12,9 @@ struct TuneParams {
   size_t small_bytes = 4096;  // CORAL_SMALL_BYTES: latency path up to here
   size_t mid_bytes = 1 << 20;  // log-latency algorithms (rhd, trees) up to here
   int oneshot_max_ranks = 8;   // one-shot's P-1 messages per rank only pay off for few ranks
+  // On one host, one-shot also beats two-shot past small_bytes while the vector it posts to its
+  // P-1 peers, S(P-1) bytes read in all, stays under this (measured: P=4 to 16 KiB, P=8 to 8 KiB).
+  size_t oneshot_read_bytes = 64 << 10;
   bool single_host = false;    // every rank shares memory with every other
   int hosts = 1;               // distinct hosts among the ranks
   // Link classes for the cost model across hosts: defaults for a host's shared memory and a
