@@ -312,6 +312,15 @@ TEST_CASE("barrier and send/recv schedules are well formed") {
   CHECK(build(s, Algo::Direct).steps.size() == 1);  // an empty message still travels
 }
 
+// A builder of `algo`'s schedules with edit(rank, step) applied to every step.
+std::function<Schedule(const CollArgs&)> edited(Algo algo, std::function<void(int, Step&)> edit) {
+  return [algo, edit](const CollArgs& x) {
+    Schedule s = build(x, algo);
+    for (Step& st : s.steps) edit(x.rank, st);
+    return s;
+  };
+}
+
 TEST_CASE("the checker catches broken schedules") {
   CollArgs a;
   a.coll = Coll::AllReduce;
@@ -328,13 +337,9 @@ TEST_CASE("the checker catches broken schedules") {
   };
   CHECK_FALSE(verify_with(a, drop_last, false).ok);
   // Rank 1 reduces its own input twice.
-  auto double_count = [&](const CollArgs& x) {
-    Schedule s = ring(x);
-    if (x.rank == 1)
-      for (Step& st : s.steps)
-        if (st.kind == OpKind::RecvReduce) st.src = Ref{Buf::Recv, st.dst.off};
-    return s;
-  };
+  auto double_count = edited(Algo::Ring, [](int rank, Step& st) {
+    if (rank == 1 && st.kind == OpKind::RecvReduce) st.src = Ref{Buf::Recv, st.dst.off};
+  });
   CHECK_FALSE(verify_with(a, double_count, false).ok);
   // Two ranks both receive first: deadlock.
   a.nranks = 2;
@@ -356,12 +361,9 @@ TEST_CASE("the checker catches broken schedules") {
   CHECK_FALSE(verify_with(a, wrong_peer, false).ok);
   // A send marked stable whose source is overwritten later (recursive doubling reuses it).
   a.nranks = 4;
-  auto unstable = [&](const CollArgs& x) {
-    Schedule s = build(x, Algo::RecursiveDoubling);
-    for (Step& st : s.steps)
-      if (st.kind == OpKind::Send) st.stable_src = true;
-    return s;
-  };
+  auto unstable = edited(Algo::RecursiveDoubling, [](int, Step& st) {
+    if (st.kind == OpKind::Send) st.stable_src = true;
+  });
   r = verify_with(a, unstable, false);
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.error, Catch::Contains("stable_src"));
@@ -383,23 +385,16 @@ TEST_CASE("posts are a channel of their own, marked alike on both sides") {
   CHECK(posted == 3 * 2 * 4);  // 3 chunks, each sent to 4 peers and received from 4
   REQUIRE(verify_with(a, oneshot, false).ok);
   // Rank 3 takes rank 0's post as an ordinary message: it never comes on that channel.
-  auto unmarked = [&](const CollArgs& x) {
-    Schedule t = oneshot(x);
-    if (x.rank == 3)
-      for (Step& st : t.steps)
-        if (st.peer == 0 && st.kind != OpKind::Send) st.posted = false;
-    return t;
-  };
+  auto unmarked = edited(Algo::OneShot, [](int rank, Step& st) {
+    if (rank == 3 && st.peer == 0 && st.kind != OpKind::Send) st.posted = false;
+  });
   VerifyResult r = verify_with(a, unmarked, false);
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.error, Catch::Contains("deadlock"));
   // Only sends and plain receives can be posted.
-  auto forwarding = [&](const CollArgs& x) {
-    Schedule t = build(x, Algo::Ring);
-    for (Step& st : t.steps)
-      if (st.kind == OpKind::RecvReduceSend) st.posted = true;
-    return t;
-  };
+  auto forwarding = edited(Algo::Ring, [](int, Step& st) {
+    if (st.kind == OpKind::RecvReduceSend) st.posted = true;
+  });
   r = verify_with(a, forwarding, false);
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.error, Catch::Contains("posted"));
