@@ -209,11 +209,14 @@ struct Runner {
       const void* srcs[MemOps::kMaxSources];
       srcs[0] = ptr(first.src);
       const size_t bytes = first.count * es;
-      for (size_t k = 0; k < n; ++k)
-        srcs[k + 1] = receive(steps[i + k].peer, bytes, true, poster_for(steps[i + k], bytes) != nullptr).data;
+      bool post[MemOps::kMaxSources];
+      for (size_t k = 0; k < n; ++k) {
+        post[k] = poster_for(steps[i + k], bytes) != nullptr;
+        srcs[k + 1] = receive(steps[i + k].peer, bytes, true, post[k]).data;
+      }
       mem.m.reduce_many(ptr(first.dst), srcs, static_cast<int>(n) + 1, first.count);
       mem.fence();
-      for (size_t k = 0; k < n; ++k) release(steps[i + k].peer, poster_for(steps[i + k], bytes) != nullptr);
+      for (size_t k = 0; k < n; ++k) release(steps[i + k].peer, post[k]);
       return n;
     }
   }
@@ -233,7 +236,10 @@ struct Runner {
     peers.clear();
     for (size_t k = i; k < j; ++k) {
       transport::Poster* p = poster_for(steps[k], bytes);
-      if (!p) continue;
+      if (!p) {
+        run(steps[k]);  // an ordinary send; the order across peers does not matter
+        continue;
+      }
       if (poster && p != poster) fail(coralInternalError, "posted sends span two posters");
       poster = p;
       peers.push_back(steps[k].peer);
@@ -244,8 +250,6 @@ struct Runner {
       mem.fence();
       poster->commit(bytes, x.tag, peers.data(), peers.size());
     }
-    for (size_t k = i; k < j; ++k)
-      if (!poster_for(steps[k], bytes)) run(steps[k]);
     return j - i;
   }
 
