@@ -23,7 +23,7 @@ int Communicator::gpu_device() {
 }
 
 size_t Communicator::device_chunk_bytes() {
-  wait_idle();  // the links are made by the progress thread at the first device call
+  wait_idle();
   std::lock_guard<std::mutex> lock(queue_mu_);
   return gpu_ && gpu_->connected ? gpu_->chunk_bytes : 0;
 }
@@ -31,14 +31,26 @@ size_t Communicator::device_chunk_bytes() {
 void Communicator::run_on_stream(Call call, void* stream, bool device) {
   check_usable();
   const int dev = gpu::current_device();
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (!gpu_) {
+      gpu_ = std::make_unique<GpuState>(dev);
+      gpu::load_kernels();
+      log::info(log::Coll, "stream-ordered calls run on GPU {}", dev);
+    }
+  }
+  // The progress thread must never allocate or load while a caller's stream is parked on the
+  // flag: CUDA may make that wait for the parked stream, which waits for the progress thread.
+  // So the links (cudaMalloc, IPC opens) are made here, before this stream is parked.
+  if (device && !gpu_->connected) {
+    wait_idle();
+    std::lock_guard<std::mutex> exec(exec_mu_);
+    if (!gpu_->connected) connect_device_links();
+  }
   auto req = std::make_shared<Request>();
   req->call = call;
   req->device = device;
   std::lock_guard<std::mutex> lock(queue_mu_);
-  if (!gpu_) {
-    gpu_ = std::make_unique<GpuState>(dev);
-    log::info(log::Coll, "stream-ordered calls run on GPU {}", dev);
-  }
   req->ready = std::make_shared<gpu::Event>();
   req->ready->record(stream);
   req->seq = ++gpu_->issued;
@@ -63,7 +75,6 @@ void Communicator::run_stream_call(Request& r) {
       execute(r.call, true);
       return;
     }
-    if (!gpu_->connected) connect_device_links();
     if (gpu_->all_local) execute(r.call, true, true);
     else staged(r.call);
   } catch (const Error& e) {

@@ -1,6 +1,7 @@
 // What a communicator keeps for stream-ordered calls and device buffers; made at the first
 // such call, so host-only users never touch CUDA.
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -9,18 +10,27 @@
 
 namespace coral {
 
-// A grow-only buffer from one allocator (device or pinned host memory).
+// A grow-only buffer from one allocator (device or pinned host memory). Outgrown blocks are
+// kept until the end: cudaFree and cudaFreeHost wait for the whole device, a caller's stream
+// parked on the progress thread (which would be freeing) included. Growth at least doubles,
+// so what is kept stays under the final size.
 template <void* (*Alloc)(size_t), void (*Free)(void*)>
 class GrowBuffer {
  public:
-  ~GrowBuffer() { Free(p_); }
+  GrowBuffer() = default;
+  GrowBuffer(const GrowBuffer&) = delete;
+  GrowBuffer& operator=(const GrowBuffer&) = delete;
+  ~GrowBuffer() {
+    Free(p_);
+    for (void* r : retired_) Free(r);
+  }
   void* get(size_t bytes) {
     if (bytes > size_) {
-      Free(p_);
-      p_ = nullptr;
-      size_ = 0;  // consistent if Alloc throws
-      p_ = Alloc(bytes);
-      size_ = bytes;
+      const size_t want = std::max(bytes, 2 * size_);
+      void* p = Alloc(want);
+      if (p_) retired_.push_back(p_);
+      p_ = p;
+      size_ = want;
     }
     return p_;
   }
@@ -28,6 +38,7 @@ class GrowBuffer {
  private:
   void* p_ = nullptr;
   size_t size_ = 0;
+  std::vector<void*> retired_;
 };
 using DeviceBuffer = GrowBuffer<gpu::alloc_device, gpu::free_device>;
 using PinnedBuffer = GrowBuffer<gpu::alloc_pinned, gpu::free_pinned>;

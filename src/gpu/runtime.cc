@@ -124,6 +124,10 @@ int device_of(const void* p) {
 #endif
 }
 
+void load_kernels() {
+  if (emu::enabled()) return;
+  CORAL_CUDA(check(kernels::cuda::preload(), "loading the CUDA kernels (cudaFuncGetAttributes)"));
+}
 int current_device() {
   if (emu::enabled()) return 0;
   int d = 0;

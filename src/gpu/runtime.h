@@ -19,6 +19,9 @@ std::string why_not();
 // -1 for host memory (pageable, pinned or unknown to CUDA); else the device that owns p
 // (device or managed memory).
 int device_of(const void* p);
+// Loads every Coral kernel on the current device now. Called before a caller's stream is first
+// parked on a HostFlag: a lazy load after that can wait for the parked stream forever.
+void load_kernels();
 int current_device();
 int device_count();
 void set_device(int device);

@@ -120,8 +120,17 @@ void check_scale(const Table& ref, coralDataType_t t, size_t n, int divisor, siz
   CUDA_OK(static_cast<cudaError_t>(cuda::scale(t, d.p, d.p, n, divisor, nullptr)));
   CUDA_OK(cudaMemcpy(got.data(), d.p, bytes, cudaMemcpyDeviceToHost));
   ++cases;
-  if (std::memcmp(got.data(), expect.data(), bytes) != 0 && ++failures <= 20)
-    std::fprintf(stderr, "FAIL scale %s n=%zu /%d offset %zu\n", dtype_name(t), n, divisor, off);
+  if (std::memcmp(got.data(), expect.data(), bytes) != 0 && ++failures <= 20) {
+    size_t i = 0;
+    while (std::memcmp(got.data() + i * es, expect.data() + i * es, es) == 0) ++i;
+    auto hex = [&](const std::vector<char>& v) {
+      uint64_t x = 0;
+      std::memcpy(&x, v.data() + i * es, es);
+      return static_cast<unsigned long long>(x);
+    };
+    std::fprintf(stderr, "FAIL scale %s n=%zu /%d offset %zu: element %zu in %llx expected %llx got %llx\n",
+                 dtype_name(t), n, divisor, off, i, hex(in), hex(expect), hex(got));
+  }
 }
 
 void check_copy(size_t bytes, size_t off_src, size_t off_dst) {

@@ -2,12 +2,15 @@
 # Every GPU check, in one go, on the GPU machine (the device tool; see README "GPU checks"):
 #   1. build with CUDA (carried Debian packages from .gpu-deps/ unpacked under /tmp, never /)
 #   2. kernels against the CPU reference, every dtype x op
-#   3. 2, 4 and 8 ranks on the one GPU through cuda_ipc, every collective, exact; then 2 ranks
+#   4. 2, 4 and 8 ranks on the one GPU through cuda_ipc, every collective, exact; then 2 ranks
 #      posing as two hosts (staged through pinned memory)
-#   4. coral-bench on device buffers: 256 MiB all-reduce busbw, 8-byte one-shot latency, a sweep
-#   5. reduction kernel bandwidth against cudaMemcpy device-to-device, same run
+#   3. reduction kernel bandwidth against cudaMemcpy device-to-device, same run
+#   4. 2, 4 and 8 ranks on the one GPU through cuda_ipc, every collective, exact; then 2 ranks
+#      posing as two hosts (staged through pinned memory)
+#   5. coral-bench on device buffers: 256 MiB all-reduce busbw, 8-byte one-shot latency, a sweep
 # Writes $OUT/gpu-summary.txt (OUT defaults to ./gpu-out) plus one log per step; exit 0 only if
-# every step passed. Budget: about 8 minutes. Without a GPU it builds, then reports SKIP.
+# every step passed. Budget: about 8 minutes; GPU_QUICK=1 (fewer cases, shorter limits): about 5
+# at worst. Without a GPU it builds, then reports SKIP.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -18,17 +21,37 @@ summary=$out/gpu-summary.txt
 start=$(date +%s)
 note() { echo "$*" | tee -a "$summary"; }
 status=0
+# A step still running near its limit is hung: cuda-gdb (it attaches like gdb, which the GPU
+# machine lacks) adds every rank's host stacks to the step's log before the timeout kills it.
+stacks() {
+  command -v cuda-gdb >/dev/null || { echo "(no cuda-gdb: no stacks)"; return; }
+  for p in $( (pgrep -x mp_device; pgrep -x coral-bench) | head -3); do
+    echo "== host stacks of pid $p: $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null)"
+    timeout 12 cuda-gdb -q -batch -p "$p" -ex "thread apply all bt 16" 2>&1 | grep -E "^Thread|^#" | head -120
+  done
+}
 step() {  # step NAME LIMIT_S CMD...: runs CMD with a timeout, logs to $out/NAME.txt
   local name=$1 limit=$2; shift 2
-  local t0=$(date +%s)
-  timeout "$limit" "$@" >"$out/$name.txt" 2>&1
+  local t0=$(date +%s) dog=
+  timeout "$limit" "$@" >"$out/$name.txt" 2>&1 &
+  local pid=$!
+  if [ "$limit" -ge 60 ]; then
+    (sleep $((limit - 40)); kill -0 $pid 2>/dev/null && stacks >>"$out/$name.txt" 2>&1) &
+    dog=$!
+  fi
+  wait $pid
   local rc=$? t=$(( $(date +%s) - t0 ))
+  [ -n "$dog" ] && kill $dog 2>/dev/null
   local verdict=PASS
   [ $rc -eq 77 ] && verdict=SKIP
   [ $rc -ne 0 ] && [ $rc -ne 77 ] && { verdict="FAIL (exit $rc)"; status=1; }
   note "[$verdict] $name (${t}s)"
   return $rc
 }
+# GPU_QUICK=1: fewer cases and shorter limits (about 5 minutes at worst), for a tight lease.
+quick=${GPU_QUICK:-0}
+lim() { [ "$quick" = 1 ] && echo "$2" || echo "$1"; }
+[ "$quick" = 1 ] && export MP_DEVICE_QUICK=1
 
 export PATH=/usr/local/cuda/bin:$PATH
 if [ -d .gpu-deps ] && ls .gpu-deps/*.deb >/dev/null 2>&1; then
@@ -53,24 +76,29 @@ configure() {
 export -f configure
 step build 300 bash -c configure || { note "build failed: see $out/build.txt"; exit 1; }
 
-step kernels 120 "$build/tests/gpu/gpu_kernels_check"
+step kernels $(lim 120 60) "$build/tests/gpu/gpu_kernels_check"
 [ $? -eq 77 ] && { note "no usable GPU here: the remaining checks need one"; exit 0; }
 grep -h "kernel cases" "$out/kernels.txt" | tee -a "$summary"
 
-step collectives 300 tests/gpu/run_mp_device.sh "$build/tools/coral-run/coral-run" "$build/tests/gpu/mp_device"
+step kernel_bw $(lim 90 30) "$build/bench/coral-kernel-bw" $((1 << 30)) 20
+grep -E "GB/s" "$out/kernel_bw.txt" | tee -a "$summary"
+
+step collectives $(lim 300 120) tests/gpu/run_mp_device.sh "$build/tools/coral-run/coral-run" "$build/tests/gpu/mp_device"
+coll=$?
 grep -h "device collective cases\|^==\|FAIL" "$out/collectives.txt" | sort | uniq -c | tee -a "$summary"
 
 bench=$build/bench/coral-bench
 crun=$build/tools/coral-run/coral-run
-step bench_256m 120 "$crun" -n 2 "$bench" --device -b 256M -e 256M -n 10 -w 3
-grep -E "^ +[0-9]+ " "$out/bench_256m.txt" | tee -a "$summary"
-step bench_8b_oneshot 60 env CORAL_ALGO=oneshot "$crun" -n 2 "$bench" --device -b 8 -e 8 -n 500 -w 50
-grep -E "^ +[0-9]+ " "$out/bench_8b_oneshot.txt" | tee -a "$summary"
-step bench_sweep 120 "$crun" -n 2 "$bench" --device -b 8 -e 64M -f 8 -n 10 -w 2
-grep -E "^ +[0-9]+ " "$out/bench_sweep.txt" | tee -a "$summary"
-
-step kernel_bw 90 "$build/bench/coral-kernel-bw" $((1 << 30)) 20
-grep -E "GB/s" "$out/kernel_bw.txt" | tee -a "$summary"
+if [ $coll -eq 124 ]; then
+  note "collectives hung (stacks in collectives.txt): the device benchmarks would too, skipped"
+else
+  step bench_256m $(lim 120 40) "$crun" -n 2 "$bench" --device -b 256M -e 256M -n 10 -w 3
+  grep -E "^ +[0-9]+ " "$out/bench_256m.txt" | tee -a "$summary"
+  step bench_8b_oneshot $(lim 60 30) env CORAL_ALGO=oneshot "$crun" -n 2 "$bench" --device -b 8 -e 8 -n 500 -w 50
+  grep -E "^ +[0-9]+ " "$out/bench_8b_oneshot.txt" | tee -a "$summary"
+  step bench_sweep $(lim 120 40) "$crun" -n 2 "$bench" --device -b 8 -e 64M -f 8 -n 10 -w 2
+  grep -E "^ +[0-9]+ " "$out/bench_sweep.txt" | tee -a "$summary"
+fi
 
 note "total $(( $(date +%s) - start ))s, $([ $status -eq 0 ] && echo 'all passed' || echo 'FAILURES above')"
 exit $status

@@ -1,5 +1,7 @@
 // Entry points of the CUDA kernels: op dispatch, the scale kernel that ends coralAvg, and the
 // multi-destination copy.
+#include <initializer_list>
+
 #include "kernels/cuda/reduce.cuh"
 
 namespace coral::kernels::cuda {
@@ -42,7 +44,25 @@ __global__ void wait_kernel(const volatile uint64_t* flag, uint64_t value) {
   while (*flag < value) __nanosleep(1000);
 }
 
+template <class... Ts>
+int preload_scale() {
+  cudaFuncAttributes fa;
+  cudaError_t e = cudaSuccess;
+  ((e = e != cudaSuccess ? e : cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(scale_kernel<Ts>))), ...);
+  return static_cast<int>(e);
+}
+
 }  // namespace detail
+
+int preload() {
+  cudaFuncAttributes fa;
+  for (int (*f)() : {detail::preload_sum, detail::preload_prod, detail::preload_max, detail::preload_min})
+    if (int e = f()) return e;
+  if (int e = detail::preload_scale<int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t, __half, float, double,
+                                    __nv_bfloat16>())
+    return e;
+  return static_cast<int>(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(detail::wait_kernel)));
+}
 
 int wait_geq(const volatile uint64_t* flag, uint64_t value, void* stream) {
   detail::wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, value);

@@ -31,6 +31,10 @@ int scale(coralDataType_t t, void* dst, const void* src, size_t n, int divisor, 
 // dst[i] = src[i] for every dst (a multi-destination copy: one read, up to kMaxDsts writes).
 int copy(const ReduceArgs& a, size_t bytes, void* stream);
 
+// Loads every kernel now rather than at its first launch (see reduce.cuh: a lazy load can wait
+// for a stream that is itself waiting for the launch). Returns a cudaError_t as int.
+int preload();
+
 // Holds stream until *flag >= value (where the driver lacks cuStreamWaitValue64). One thread
 // polls the host-mapped word; the host's store reaches it over the bus.
 int wait_geq(const volatile uint64_t* flag, uint64_t value, void* stream);

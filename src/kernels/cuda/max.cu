@@ -3,4 +3,5 @@
 
 namespace coral::kernels::cuda::detail {
 int launch_max(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) { return launch_op<Max>(t, r, s); }
+int preload_max() { return preload_op<Max>(); }
 }  // namespace coral::kernels::cuda::detail

@@ -202,9 +202,34 @@ int launch_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
   }
 }
 
+// Loads the kernels of one op now. Lazy loading (CUDA's default since 12.2) loads a kernel at
+// its first launch, and loading waits for the context's running work: a caller's stream parked
+// on Coral's host flag is such work, and it waits for that very launch. cudaFuncGetAttributes
+// forces the load. Each .cu preloads its own instantiations (another TU's would be copies).
+template <class Op, class... Ts>
+int preload_types() {
+  cudaFuncAttributes fa;
+  cudaError_t e = cudaSuccess;
+  auto one = [&](const void* k) {
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, k);
+  };
+  (one(reinterpret_cast<const void*>(reduce_kernel<Ts, Op, true>)), ...);
+  (one(reinterpret_cast<const void*>(reduce_kernel<Ts, Op, false>)), ...);
+  return static_cast<int>(e);
+}
+template <class Op>
+int preload_op() {
+  return preload_types<Op, int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t, __half, float, double,
+                       __nv_bfloat16>();
+}
+
 int launch_sum(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
 int launch_prod(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
 int launch_max(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
 int launch_min(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
+int preload_sum();
+int preload_prod();
+int preload_max();
+int preload_min();
 
 }  // namespace coral::kernels::cuda::detail
