@@ -2,8 +2,6 @@
 # Every GPU check, in one go, on the GPU machine (the device tool; see README "GPU checks"):
 #   1. build with CUDA (carried Debian packages from .gpu-deps/ unpacked under /tmp, never /)
 #   2. kernels against the CPU reference, every dtype x op
-#   4. 2, 4 and 8 ranks on the one GPU through cuda_ipc, every collective, exact; then 2 ranks
-#      posing as two hosts (staged through pinned memory)
 #   3. reduction kernel bandwidth against cudaMemcpy device-to-device, same run
 #   4. 2, 4 and 8 ranks on the one GPU through cuda_ipc, every collective, exact; then 2 ranks
 #      posing as two hosts (staged through pinned memory)
