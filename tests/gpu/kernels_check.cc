@@ -183,7 +183,8 @@ int main() {
       check_reduce(ref, t, op, 8, 2, (size_t{1} << 20) + 5, same);
     }
     for (int divisor : {1, 3, 8})
-      for (size_t n : {size_t(1), size_t(1001), size_t(1) << 20}) check_scale(ref, t, n, divisor, es);
+      for (size_t n : {size_t(1), size_t(1001), size_t(1) << 20})
+        for (size_t off : {es, size_t(1)}) check_scale(ref, t, n, divisor, off);  // aligned, and not (es > 1)
   }
   for (size_t bytes : {1, 15, 16, 17, 4096, 1000003})
     for (size_t off : {0, 1, 8}) check_copy(bytes, off, (off * 5) % 16);

@@ -82,8 +82,23 @@ __device__ inline T ld(const void* base, size_t i) {
 template <class T, bool Aligned>
 __device__ inline void st(void* base, size_t i, T v) {
   char* p = static_cast<char*>(base) + i * sizeof(T);
-  if constexpr (Aligned) *reinterpret_cast<T*>(p) = v;
-  else memcpy(p, &v, sizeof(T));
+  if constexpr (Aligned) {
+    *reinterpret_cast<T*>(p) = v;
+  } else {
+    // Each byte goes through a byte permute, never straight from the value's register: ptxas
+    // (CUDA 13.0, sm_90) compiled a byte store of a fresh fp16 conversion as a conversion to an
+    // 8-bit integer (the low byte came out as the value's integer part). Only pointers that are
+    // not element-aligned get here.
+    using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+                                 std::conditional_t<sizeof(T) == 2, uint16_t,
+                                                    std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+    U bits;
+    memcpy(&bits, &v, sizeof(T));
+    for (unsigned k = 0; k < sizeof(T); ++k) {
+      const auto word = static_cast<uint32_t>(static_cast<uint64_t>(bits) >> (32 * (k / 4)));
+      p[k] = static_cast<char>(__byte_perm(word, 0, 0x4440u | (k % 4)));
+    }
+  }
 }
 
 // Kernel arguments by value (they live in constant memory).
