@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include "collectives/registry.h"
 #include "core/config.h"
@@ -299,6 +300,7 @@ void Communicator::record_failure(coralResult_t code, const std::string& msg) {
   std::lock_guard<std::mutex> lock(state_mu_);
   failed_ = code;
   failure_ = msg;
+  last_error_ = msg;  // coralGetLastError names a failure that surfaced only asynchronously
 }
 
 void Communicator::abort(const std::string& why) {
@@ -350,6 +352,8 @@ std::shared_ptr<Request> Communicator::submit(Call call) {
 void Communicator::progress_loop() {
   log::set_thread_rank(rank_);
   while (true) {
+    // Declared before req so that dropping req (its event) is inside it too.
+    std::optional<gpu::ProgressScope> scope;
     std::shared_ptr<Request> req;
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
@@ -358,6 +362,7 @@ void Communicator::progress_loop() {
       req = queue_.front();
       queue_.pop_front();
       busy_ = true;
+      if (req->ready) scope.emplace(&gpu_->flag);
     }
     coralResult_t rc = coralSuccess;
     std::string err;

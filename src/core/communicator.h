@@ -96,6 +96,8 @@ class Communicator {
   void run_stream_call(Request& r);
   void connect_device_links();
   void staged(Call& call);
+  // In the caller's thread, before its stream is parked: the pinned buffers staged() will take.
+  void reserve_staging(const Call& call);
   void record_failure(coralResult_t code, const std::string& msg);
   // Throws the earlier failure's code and reason once the communicator has failed.
   void check_usable() const;

@@ -7,6 +7,8 @@
 //   and from the GPU overlap the network, and runs over the host transports.
 #include <fmt/format.h>
 
+#include <array>
+
 #include "core/communicator.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -39,20 +41,20 @@ void Communicator::run_on_stream(Call call, void* stream, bool device) {
       log::info(log::Coll, "stream-ordered calls run on GPU {}", dev);
     }
   }
-  // The progress thread must never allocate or load while a caller's stream is parked on the
-  // flag: CUDA may make that wait for the parked stream, which waits for the progress thread.
-  // So the links (cudaMalloc, IPC opens) are made here, before this stream is parked.
+  // Everything that allocates happens here, before this stream is parked (gpu_state.h says
+  // why): the kernels' load above, the links (cudaMalloc, IPC opens), the staging buffers.
   if (device && !gpu_->connected) {
     wait_idle();
     std::lock_guard<std::mutex> exec(exec_mu_);
     if (!gpu_->connected) connect_device_links();
   }
+  if (device && !gpu_->all_local) reserve_staging(call);
   auto req = std::make_shared<Request>();
   req->call = call;
   req->device = device;
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  req->ready = std::make_shared<gpu::Event>();
+  req->ready = gpu_->events->take();
   req->ready->record(stream);
+  std::lock_guard<std::mutex> lock(queue_mu_);
   req->seq = ++gpu_->issued;
   gpu_->flag.stream_wait_geq(stream, req->seq);
   if (!progress_.joinable()) progress_ = std::thread([this] { progress_loop(); });
@@ -107,6 +109,8 @@ void Communicator::connect_device_links() {
       g.chunk_bytes = std::min(g.chunk_bytes, g.links[q]->max_message());
     }
   }
+  // Sized now, in the caller's thread (see gpu_state.h): the folds' scratch is at most a chunk.
+  if (g.all_local) g.scratch.get(g.chunk_bytes);
   g.connected = true;
   log::info(log::Init, "device buffers: {}", g.all_local ? fmt::format("cuda_ipc with {} local peers", local.size())
                                                          : "staged through pinned host memory (ranks on other hosts)");
@@ -138,7 +142,24 @@ Extent extent(const Call& c, int rank, int nranks) {
   return {};
 }
 
+// The pinned buffers staged() takes for c: send pieces in 0 and 1, receive pieces in 2 and 3
+// (a whole non-element-wise call in 0 and 2).
+std::array<size_t, 4> staging_bytes(const Call& c, int rank, int nranks) {
+  const size_t es = kernels::dtype_size(c.args.dtype);
+  const Extent ext = extent(c, rank, nranks);
+  if (!ext.elementwise) return {ext.send * es, 0, ext.recv * es, 0};
+  const size_t piece = std::max<size_t>(1, config::get_bytes("CORAL_GPU_STAGE_BYTES") / es) * es;
+  const size_t send = ext.send ? piece : 0, recv = ext.recv ? piece : 0;
+  return {send, send, recv, recv};
+}
+
 }  // namespace
+
+void Communicator::reserve_staging(const Call& c) {
+  const std::array<size_t, 4> want = staging_bytes(c, rank_, nranks_);
+  for (int k = 0; k < 4; ++k)
+    if (want[k]) gpu_->stage[k].get(want[k]);
+}
 
 void Communicator::staged(Call& c) {
   GpuState& g = *gpu_;

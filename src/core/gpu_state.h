@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "gpu/runtime.h"
@@ -10,10 +11,17 @@
 
 namespace coral {
 
-// A grow-only buffer from one allocator (device or pinned host memory). Outgrown blocks are
-// kept until the end: cudaFree and cudaFreeHost wait for the whole device, a caller's stream
-// parked on the progress thread (which would be freeing) included. Growth at least doubles,
-// so what is kept stays under the final size.
+// The progress thread makes no CUDA call that allocates, frees, creates or destroys while a
+// caller's stream may be parked on it. Such calls take a driver lock that a caller blocked in
+// a synchronous copy (a pageable cudaMemcpyAsync waiting for its parked stream) holds: both
+// then wait forever. Seen on an H200 with cudaEventDestroy, after three queued all-reduces
+// and a copy of their result. So buffers are sized by the caller before it parks its stream,
+// events are reused, and nothing is freed before the end.
+
+// A grow-only buffer from one allocator (device or pinned host memory). The caller reserves
+// (get) before parking; the progress thread's get then finds the room. Outgrown blocks are kept
+// until the end: a call already running may still use one. Growth at least doubles, so what is
+// kept stays under the final size.
 template <void* (*Alloc)(size_t), void (*Free)(void*)>
 class GrowBuffer {
  public:
@@ -25,6 +33,7 @@ class GrowBuffer {
     for (void* r : retired_) Free(r);
   }
   void* get(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
     if (bytes > size_) {
       const size_t want = std::max(bytes, 2 * size_);
       void* p = Alloc(want);
@@ -36,10 +45,37 @@ class GrowBuffer {
   }
 
  private:
+  std::mutex mu_;
   void* p_ = nullptr;
   size_t size_ = 0;
   std::vector<void*> retired_;
 };
+
+// Events for stream calls, taken by the caller and handed back (not destroyed) when the
+// request is dropped, whichever thread drops it.
+class EventPool : public std::enable_shared_from_this<EventPool> {
+ public:
+  std::shared_ptr<gpu::Event> take() {
+    std::unique_ptr<gpu::Event> e;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        e = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (!e) e = std::make_unique<gpu::Event>();
+    return std::shared_ptr<gpu::Event>(e.release(), [pool = shared_from_this()](gpu::Event* ev) {
+      std::lock_guard<std::mutex> lock(pool->mu_);
+      pool->free_.emplace_back(ev);
+    });
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<gpu::Event>> free_;
+};
+
 using DeviceBuffer = GrowBuffer<gpu::alloc_device, gpu::free_device>;
 using PinnedBuffer = GrowBuffer<gpu::alloc_pinned, gpu::free_pinned>;
 
@@ -56,7 +92,8 @@ struct GpuState {
   std::vector<transport::Link*> links;
   std::vector<transport::Domain*> domain_of;
   size_t chunk_bytes = 0;
-  DeviceBuffer scratch;
+  std::shared_ptr<EventPool> events = std::make_shared<EventPool>();
+  DeviceBuffer scratch;  // one-shot and two-shot fold here: at most chunk_bytes
   PinnedBuffer stage[4];  // send and receive staging, double-buffered
   gpu::Event staged[2];  // piece k copied to pinned memory
   gpu::Event landed[2];  // piece k copied back to the GPU

@@ -1,5 +1,7 @@
 #include "gpu/runtime.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -70,7 +72,30 @@ WaitValueFn wait_value_fn() {
 }
 #endif
 
+thread_local const HostFlag* t_progress_flag = nullptr;
+
+// Calls that take the driver's context lock for writing (allocate, free, create, destroy).
+void may_allocate(const char* what) {
+  if (t_progress_flag && t_progress_flag->parked())
+    fail(coralInternalError, fmt::format("{} on the progress thread while a caller's stream waits for it "
+                                         "(a deadlock in the CUDA driver): allocate before parking", what));
+}
+void may_release(const char* what) {
+  if (!t_progress_flag || !t_progress_flag->parked()) return;
+  const std::string msg =
+      fmt::format("{} on the progress thread while a caller's stream waits for it: this can deadlock in the CUDA driver",
+                  what);
+  if (emu::enabled()) {  // the emulated GPU runs in tests: make the mistake loud
+    std::fprintf(stderr, "coral: %s\n", msg.c_str());
+    std::abort();
+  }
+  log::warn(log::Coll, "{}", msg);
+}
+
 }  // namespace
+
+ProgressScope::ProgressScope(const HostFlag* flag) : prev_(t_progress_flag) { t_progress_flag = flag; }
+ProgressScope::~ProgressScope() { t_progress_flag = prev_; }
 
 void check(int err, const char* what) {
   if (err == 0) return;
@@ -125,6 +150,7 @@ int device_of(const void* p) {
 }
 
 void load_kernels() {
+  may_allocate("loading the CUDA kernels");
   if (emu::enabled()) return;
   CORAL_CUDA(check(kernels::cuda::preload(), "loading the CUDA kernels (cudaFuncGetAttributes)"));
 }
@@ -151,6 +177,7 @@ int device_count() {
 }
 
 Stream::Stream() {
+  may_allocate("cudaStreamCreate");
   if (emu::enabled()) {
     s_ = emu::stream_create();
     return;
@@ -165,6 +192,7 @@ Stream::Stream() {
 }
 
 Stream::~Stream() {
+  may_release("cudaStreamDestroy");
   if (emu::enabled()) {
     emu::stream_destroy(s_);
     return;
@@ -180,6 +208,7 @@ void Stream::sync_raw(void* s) {
 
 // Emulated work completes when issued: events have nothing to wait for.
 Event::Event() {
+  may_allocate("cudaEventCreate");
   if (emu::enabled()) return;
 #if CORAL_HAVE_CUDA
   cudaEvent_t e;
@@ -191,6 +220,7 @@ Event::Event() {
 }
 
 Event::~Event() {
+  may_release("cudaEventDestroy");
   if (e_) CORAL_CUDA_RELEASE(cudaEventDestroy(static_cast<cudaEvent_t>(e_)));
 }
 
@@ -231,6 +261,7 @@ HostFlag::~HostFlag() {
 }
 
 void HostFlag::stream_wait_geq(void* stream, uint64_t value) {
+  if (value > waited_.load(std::memory_order_relaxed)) waited_.store(value, std::memory_order_relaxed);
   if (emu::enabled()) return emu::stream_wait(stream, host_, value);
 #if CORAL_HAVE_CUDA
   if (WaitValueFn f = wait_value_fn()) {
@@ -244,9 +275,13 @@ void HostFlag::stream_wait_geq(void* stream, uint64_t value) {
 #endif
 }
 
+bool HostFlag::parked() const {
+  return waited_.load(std::memory_order_relaxed) > __atomic_load_n(host_, __ATOMIC_ACQUIRE);
+}
 void HostFlag::set(uint64_t value) { __atomic_store_n(const_cast<uint64_t*>(host_), value, __ATOMIC_RELEASE); }
 
 void* alloc_device(size_t bytes) {
+  may_allocate("cudaMalloc");
   if (emu::enabled()) return emu::alloc(bytes);
   void* p = nullptr;
   CORAL_CUDA(check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc"));
@@ -256,11 +291,13 @@ void* alloc_device(size_t bytes) {
 
 void free_device(void* p) {
   if (!p) return;
+  may_release("cudaFree");
   if (emu::enabled()) return emu::free(p);
   CORAL_CUDA_RELEASE(cudaFree(p));
 }
 
 void* alloc_pinned(size_t bytes) {
+  may_allocate("cudaHostAlloc");
   if (emu::enabled()) return ::operator new(bytes ? bytes : 1);
   void* p = nullptr;
   CORAL_CUDA(check(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable), "cudaHostAlloc"));
@@ -270,6 +307,7 @@ void* alloc_pinned(size_t bytes) {
 
 void free_pinned(void* p) {
   if (!p) return;
+  may_release("cudaFreeHost");
   if (emu::enabled()) return ::operator delete(p);
   CORAL_CUDA_RELEASE(cudaFreeHost(p));
 }
@@ -301,6 +339,7 @@ IpcHandle ipc_export(void* dev) {
 }
 
 void* ipc_open(const IpcHandle& in) {
+  may_allocate("cudaIpcOpenMemHandle");
   if (emu::enabled()) return emu::ipc_open(in);
   void* p = nullptr;
 #if CORAL_HAVE_CUDA
@@ -315,6 +354,7 @@ void* ipc_open(const IpcHandle& in) {
 
 void ipc_close(void* p) {
   if (!p) return;
+  may_release("cudaIpcCloseMemHandle");
   if (emu::enabled()) return emu::ipc_close(p);
   CORAL_CUDA_RELEASE(cudaIpcCloseMemHandle(p));
 }

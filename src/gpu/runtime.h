@@ -4,6 +4,7 @@
 // void* so callers need no CUDA headers.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -64,10 +65,28 @@ class HostFlag {
   HostFlag& operator=(const HostFlag&) = delete;
   void stream_wait_geq(void* stream, uint64_t value);
   void set(uint64_t value);
+  // A stream waits for a value not yet set.
+  bool parked() const;
 
  private:
   volatile uint64_t* host_ = nullptr;
   void* dev_ = nullptr;
+  std::atomic<uint64_t> waited_{0};
+};
+
+// The progress thread marks itself with the flag callers' streams wait on (core/gpu_state.h
+// says why). While a stream is parked on it, that thread's allocations and creations fail with
+// coralInternalError, and its frees and destructions abort under the emulated GPU (tests) or
+// are logged on a real one, instead of deadlocking in the driver.
+class ProgressScope {
+ public:
+  explicit ProgressScope(const HostFlag* flag);
+  ~ProgressScope();
+  ProgressScope(const ProgressScope&) = delete;
+  ProgressScope& operator=(const ProgressScope&) = delete;
+
+ private:
+  const HostFlag* prev_;
 };
 
 void* alloc_device(size_t bytes);
