@@ -110,11 +110,13 @@ std::string links_summary(int rank, int nranks) {
   return out.empty() ? "none" : out;
 }
 
-std::vector<std::string> rank_lines(int rank, int nranks) {
+// device: the GPU this rank's buffers are on (-1: host memory).
+std::vector<std::string> rank_lines(int rank, int nranks, int device) {
   char mine[256] = {0}, host[64] = {0};
   gethostname(host, sizeof host - 1);
-  std::snprintf(mine, sizeof mine, "#  Rank %2d Group  0 Pid %6d on %10s device  0 [host] CPU memory, links: %s", rank,
-                static_cast<int>(getpid()), host, links_summary(rank, nranks).c_str());
+  std::snprintf(mine, sizeof mine, "#  Rank %2d Group  0 Pid %6d on %10s device %2d %s, links: %s", rank,
+                static_cast<int>(getpid()), host, device < 0 ? 0 : device,
+                device < 0 ? "[host] CPU memory" : "[cuda] GPU memory", links_summary(rank, nranks).c_str());
   std::vector<char> all(256 * static_cast<size_t>(nranks));
   check(coralAllGather(mine, all.data(), 256, coralUint8, g_comm, nullptr), "allgather");
   std::vector<std::string> out;
@@ -226,7 +228,7 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fprintf(stderr, "coral-bench: -r %d is not a rank (there are %d)\n", o.root, nranks);
     return 2;
   }
-  auto lines = rank_lines(rank, nranks);
+  auto lines = rank_lines(rank, nranks, o.device ? coral::gpu::current_device() : -1);
   // The bound is measured over host links; device buffers travel by other means (cuda_ipc, staging).
   Bound bound = o.device ? Bound{} : measure_bound(rank, nranks, o.max_bytes);
   if (rank == 0) print_header(o, nranks, lines, bound);
