@@ -1,6 +1,8 @@
 // The symbolic checker proves every builder's postcondition and deadlock freedom.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdio>
 #include <functional>
 #include <thread>
 
@@ -64,7 +66,12 @@ void sweep(const std::vector<int>& ps, const std::function<std::vector<size_t>(i
           a.chunk = 1 << 20;
           a.root = p / 2;
           a.op = n % 2 ? coralAvg : coralSum;
+          const auto t0 = std::chrono::steady_clock::now();
           VerifyResult r = verify(a, c.algo, p % 2 == 0);
+          const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (secs > 5)  // the long sweep's budget is minutes: name what eats it
+            std::fprintf(stderr, "slow: %s %s P=%d count=%zu took %.1f s\n", coll_name(c.coll), algo_name(c.algo), p, n,
+                         secs);
           if (!r.ok || !r.error.empty()) {
             errors[part] = std::string(coll_name(c.coll)) + " " + algo_name(c.algo) + " P=" + std::to_string(p) +
                            " count=" + std::to_string(n) + ": " + r.error;
