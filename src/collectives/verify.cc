@@ -78,6 +78,9 @@ struct Sim {
     return it == chan.end() ? 0 : it->second.size();
   }
 
+  // Ranks a step may have unblocked: a message's receiver, and a sender whose channel drained.
+  std::vector<int> woken;
+
   // Runs the next step of rank r if it can proceed; returns whether it did.
   bool step(int r) {
     RankState& rs = ranks[r];
@@ -103,14 +106,17 @@ struct Sim {
     if (out >= 0 && queued(r, out, s.posted) >= static_cast<size_t>(kMinInFlight)) return false;
     Msg in;
     if (needs_in) {
-      in = std::move(ch(s.peer, r, s.posted).front());
-      ch(s.peer, r, s.posted).pop_front();
+      std::deque<Msg>& c = ch(s.peer, r, s.posted);
+      in = std::move(c.front());
+      c.pop_front();
+      woken.push_back(s.peer);
       if (in.size() != s.count) {
         err = where() + fmt::format(": message of {} elements, expected {}", in.size(), s.count);
         return false;
       }
     }
     Msg outmsg;
+    if (out >= 0) outmsg.reserve(s.count);
     std::string e;
     try {
       if (s.dst.buf != Buf::None)
@@ -147,7 +153,10 @@ struct Sim {
       err = where() + ": " + e;
       return false;
     }
-    if (out >= 0) ch(r, out, s.posted).push_back(std::move(outmsg));
+    if (out >= 0) {
+      ch(r, out, s.posted).push_back(std::move(outmsg));
+      woken.push_back(out);
+    }
     rs.pc++;
     return true;
   }
@@ -185,11 +194,25 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
     for (size_t i = 0; i < rs.send_len; ++i) rs.mem[rs.send_at + i] = Elem{input_key(r, i), 1, 0, false};
     rs.pinned.assign(rs.mem.size(), 0);
   }
-  // Round-robin until nobody can move.
-  for (bool moved = true; moved && sim.err.empty();) {
-    moved = false;
-    for (int r = 0; r < p; ++r)
-      while (sim.step(r)) moved = true;
+  // Runs ranks until nobody can move. A rank is looked at again only when a step may have
+  // unblocked it (a round-robin over all P ranks cost O(P) per step of a pipeline). Each step
+  // blocks on one channel's content or room, so the outcome does not depend on the order.
+  std::vector<int> work(p);
+  std::vector<char> listed(p, 1);
+  for (int r = 0; r < p; ++r) work[r] = p - 1 - r;  // popped from the back: rank 0 first
+  while (!work.empty() && sim.err.empty()) {
+    const int r = work.back();
+    work.pop_back();
+    listed[r] = 0;
+    while (sim.step(r)) {
+      for (int q : sim.woken)
+        if (!listed[q]) {
+          listed[q] = 1;
+          work.push_back(q);
+        }
+      sim.woken.clear();
+    }
+    sim.woken.clear();
   }
   if (!sim.err.empty()) return {false, sim.err};
   for (int r = 0; r < p; ++r) {
@@ -207,17 +230,21 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
     for (int q = 0; q < p; ++q) e.key += input_key(q, index);
     return e;
   };
+  // Every rank of an all-reduce wants the same n sums: computed once, not P times.
+  std::vector<Elem> sums;
+  if (args.coll == Coll::AllReduce || args.coll == Coll::Reduce)
+    for (size_t i = 0; i < n; ++i) sums.push_back(expect_sum(i));
   for (int r = 0; r < p; ++r) {
     RankState& rs = sim.ranks[r];
     for (size_t i = 0; i < n; ++i) {
       std::optional<Elem> want;
       Elem got;
       switch (args.coll) {
-        case Coll::AllReduce: want = expect_sum(i); got = rs.result(i); break;
+        case Coll::AllReduce: want = sums[i]; got = rs.result(i); break;
         case Coll::ReduceScatter: want = expect_sum(r * n + i); got = rs.result(i); break;
         case Coll::Broadcast: want = Elem{input_key(args.root, i), 1, 0, false}; got = rs.result(i); break;
         case Coll::Reduce:
-          if (r == args.root) { want = expect_sum(i); got = rs.result(i); }
+          if (r == args.root) { want = sums[i]; got = rs.result(i); }
           break;
         case Coll::AllGather:
           for (int q = 0; q < p; ++q)
