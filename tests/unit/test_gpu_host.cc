@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/one_rank.h"
 #include "core/error.h"
+#include "core/gpu_state.h"
 #include "gpu/runtime.h"
 #include "kernels/cuda/plan.h"
 #include "transport/cuda_ipc/memory.h"
@@ -134,4 +137,40 @@ TEST_CASE("CORAL_TRANSPORT=cuda_ipc says that cuda_ipc is for device buffers") {
   CHECK_THROWS_WITH(coral::transport::registry(), Catch::Contains("device buffers") && Catch::Contains("tcp"));
   unsetenv("CORAL_TRANSPORT");
   CHECK(!coral::transport::registry().empty());
+}
+
+namespace {
+std::vector<std::pair<void*, size_t>> g_live;  // what the counting allocator handed out
+size_t g_freed = 0;
+void* counting_alloc(size_t bytes) {
+  void* p = std::malloc(bytes);
+  g_live.emplace_back(p, bytes);
+  return p;
+}
+void counting_free(void* p) {
+  if (!p) return;
+  ++g_freed;
+  std::free(p);
+}
+}  // namespace
+
+TEST_CASE("a grow buffer frees nothing until it goes, and at least doubles") {
+  g_live.clear();
+  g_freed = 0;
+  {
+    coral::GrowBuffer<counting_alloc, counting_free> b;
+    void* first = b.get(100);
+    CHECK(b.get(60) == first);
+    CHECK(g_live.size() == 1);
+    void* second = b.get(150);  // a call still running may hold `first`: it must stay
+    CHECK(second != first);
+    CHECK(g_freed == 0);
+    REQUIRE(g_live.size() == 2);
+    CHECK(g_live[1].second == 200);  // doubled: what is kept stays under the final size
+    CHECK(b.get(200) == second);
+    CHECK(b.get(1000) != second);
+    CHECK(g_live.back().second == 1000);
+    CHECK(g_freed == 0);
+  }
+  CHECK(g_freed == 3);
 }
