@@ -30,7 +30,7 @@ uint64_t input_key(int rank, size_t index) {
   return x ^ (x >> 33);
 }
 
-Elem combine(const Elem& a, const Elem& b, std::string* err) {
+inline Elem combine(const Elem& a, const Elem& b, const char** err) {
   if (a.garbage || b.garbage) *err = "reduces an unwritten element";
   if (a.scaled || b.scaled) *err = "reduces an already-averaged element";
   return Elem{a.key + b.key, a.n + b.n, 0, false};
@@ -117,7 +117,7 @@ struct Sim {
     }
     Msg outmsg;
     if (out >= 0) outmsg.reserve(s.count);
-    std::string e;
+    const char* e = nullptr;  // the step's error; a literal, so the per-element loop never allocates
     try {
       if (s.dst.buf != Buf::None)
         for (size_t i = 0; i < s.count; ++i)
@@ -149,7 +149,7 @@ struct Sim {
     } catch (const std::out_of_range&) {
       e = "buffer reference out of range";
     }
-    if (!e.empty()) {
+    if (e) {
       err = where() + ": " + e;
       return false;
     }
