@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <deque>
 #include <optional>
 #include <unordered_map>
 #include <stdexcept>
@@ -61,18 +60,37 @@ struct RankState {
 
 using Msg = std::vector<Elem>;
 
+// A FIFO of at most kMinInFlight messages (a sender blocks at that depth), held inline: a
+// std::deque took a 512-byte block per channel, and one-shot at P = 4096 fills P^2 channels.
+struct Chan {
+  Msg slot[kMinInFlight];
+  uint8_t head = 0, n = 0;
+  size_t size() const { return n; }
+  bool empty() const { return n == 0; }
+  Msg& front() { return slot[head]; }
+  void pop_front() {
+    slot[head] = Msg{};
+    head = static_cast<uint8_t>((head + 1) % kMinInFlight);
+    --n;
+  }
+  void push_back(Msg&& m) {
+    slot[(head + n) % kMinInFlight] = std::move(m);
+    ++n;
+  }
+};
+
 struct Sim {
   int p;
   std::vector<RankState> ranks;
   // Keyed by (from * p + to) * 2 + posted: posts are a channel of their own. Created on first
-  // use (P^2 empty deques cost too much at P = 4096).
-  std::unordered_map<uint64_t, std::deque<Msg>> chan;
+  // use (P^2 empty channels cost too much at P = 4096).
+  std::unordered_map<uint64_t, Chan> chan;
   std::string err;
 
   static uint64_t key(int p, int from, int to, bool posted) {
     return (static_cast<uint64_t>(from) * p + to) * 2 + (posted ? 1 : 0);
   }
-  std::deque<Msg>& ch(int from, int to, bool posted) { return chan[key(p, from, to, posted)]; }
+  Chan& ch(int from, int to, bool posted) { return chan[key(p, from, to, posted)]; }
   size_t queued(int from, int to, bool posted) const {
     auto it = chan.find(key(p, from, to, posted));
     return it == chan.end() ? 0 : it->second.size();
@@ -106,7 +124,7 @@ struct Sim {
     if (out >= 0 && queued(r, out, s.posted) >= static_cast<size_t>(kMinInFlight)) return false;
     Msg in;
     if (needs_in) {
-      std::deque<Msg>& c = ch(s.peer, r, s.posted);
+      Chan& c = ch(s.peer, r, s.posted);
       in = std::move(c.front());
       c.pop_front();
       woken.push_back(s.peer);
