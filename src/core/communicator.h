@@ -1,5 +1,6 @@
 // A communicator: the ranks, their links, the tuner's parameters and the progress thread.
 #pragma once
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -96,8 +97,10 @@ class Communicator {
   void run_stream_call(Request& r);
   void connect_device_links();
   void staged(Call& call);
-  // In the caller's thread, before its stream is parked: the pinned buffers staged() will take.
-  void reserve_staging(const Call& call);
+  // The pinned buffers staged() runs call through: send pieces in 0 and 1, receive pieces in 2
+  // and 3 (a whole non-element-wise call in 0 and 2), null where unused. The caller's thread
+  // calls it first, before its stream is parked, so that staged() finds them allocated.
+  std::array<std::byte*, 4> staging_buffers(const Call& call);
   void record_failure(coralResult_t code, const std::string& msg);
   // Throws the earlier failure's code and reason once the communicator has failed.
   void check_usable() const;

@@ -48,7 +48,7 @@ void Communicator::run_on_stream(Call call, void* stream, bool device) {
     std::lock_guard<std::mutex> exec(exec_mu_);
     if (!gpu_->connected) connect_device_links();
   }
-  if (device && !gpu_->all_local) reserve_staging(call);
+  if (device && !gpu_->all_local) staging_buffers(call);
   auto req = std::make_shared<Request>();
   req->call = call;
   req->device = device;
@@ -142,23 +142,25 @@ Extent extent(const Call& c, int rank, int nranks) {
   return {};
 }
 
-// The pinned buffers staged() takes for c: send pieces in 0 and 1, receive pieces in 2 and 3
-// (a whole non-element-wise call in 0 and 2).
-std::array<size_t, 4> staging_bytes(const Call& c, int rank, int nranks) {
-  const size_t es = kernels::dtype_size(c.args.dtype);
-  const Extent ext = extent(c, rank, nranks);
-  if (!ext.elementwise) return {ext.send * es, 0, ext.recv * es, 0};
-  const size_t piece = std::max<size_t>(1, config::get_bytes("CORAL_GPU_STAGE_BYTES") / es) * es;
-  const size_t send = ext.send ? piece : 0, recv = ext.recv ? piece : 0;
-  return {send, send, recv, recv};
-}
+// Elements per staged piece of an element-wise call.
+size_t stage_piece(size_t es) { return std::max<size_t>(1, config::get_bytes("CORAL_GPU_STAGE_BYTES") / es); }
 
 }  // namespace
 
-void Communicator::reserve_staging(const Call& c) {
-  const std::array<size_t, 4> want = staging_bytes(c, rank_, nranks_);
+std::array<std::byte*, 4> Communicator::staging_buffers(const Call& c) {
+  const size_t es = kernels::dtype_size(c.args.dtype);
+  const Extent ext = extent(c, rank_, nranks_);
+  std::array<size_t, 4> bytes;
+  if (ext.elementwise) {
+    const size_t piece = stage_piece(es) * es;
+    bytes = {ext.send ? piece : 0, ext.send ? piece : 0, ext.recv ? piece : 0, ext.recv ? piece : 0};
+  } else {
+    bytes = {ext.send * es, 0, ext.recv * es, 0};
+  }
+  std::array<std::byte*, 4> buf{};
   for (int k = 0; k < 4; ++k)
-    if (want[k]) gpu_->stage[k].get(want[k]);
+    if (bytes[k]) buf[k] = static_cast<std::byte*>(gpu_->stage[k].get(bytes[k]));
+  return buf;
 }
 
 void Communicator::staged(Call& c) {
@@ -168,10 +170,11 @@ void Communicator::staged(Call& c) {
   const Extent ext = extent(c, rank_, nranks_);
   auto* send = static_cast<const std::byte*>(c.send);
   auto* recv = static_cast<std::byte*>(c.recv);
+  const std::array<std::byte*, 4> buf = staging_buffers(c);  // reserved before parking: no allocation
   if (!ext.elementwise) {
     Call sub = c;
-    sub.send = ext.send ? g.stage[0].get(ext.send * es) : nullptr;
-    sub.recv = ext.recv ? g.stage[2].get(ext.recv * es) : nullptr;
+    sub.send = buf[0];
+    sub.recv = buf[2];
     if (ext.send) gpu::copy_async(const_cast<void*>(sub.send), send, ext.send * es, s);
     g.stream.sync();
     execute(sub, true);
@@ -180,11 +183,11 @@ void Communicator::staged(Call& c) {
     return;
   }
   const size_t n = c.args.count;
-  const size_t piece = std::max<size_t>(1, config::get_bytes("CORAL_GPU_STAGE_BYTES") / es);
+  const size_t piece = stage_piece(es);
   const size_t pieces = n ? (n + piece - 1) / piece : 1;
   auto len = [&](size_t k) { return std::min(piece, n - k * piece); };
-  auto host_send = [&](size_t k) { return static_cast<std::byte*>(g.stage[k % 2].get(piece * es)); };
-  auto host_recv = [&](size_t k) { return static_cast<std::byte*>(g.stage[2 + k % 2].get(piece * es)); };
+  auto host_send = [&](size_t k) { return buf[k % 2]; };
+  auto host_recv = [&](size_t k) { return buf[2 + k % 2]; };
   // Piece k: copied down (event staged[k%2]), run on the host, copied up (event landed[k%2]).
   auto copy_down = [&](size_t k) {
     gpu::copy_async(host_send(k), send + k * piece * es, len(k) * es, s);
@@ -197,8 +200,8 @@ void Communicator::staged(Call& c) {
     if (ext.recv && k >= 2) g.landed[k % 2].sync();  // piece k-2 has left this buffer
     Call sub = c;
     sub.args.count = n ? len(k) : 0;
-    sub.send = ext.send ? host_send(k) : nullptr;
-    sub.recv = ext.recv ? host_recv(k) : nullptr;
+    sub.send = host_send(k);  // null where the call sends or receives nothing
+    sub.recv = host_recv(k);
     execute(sub, true);
     if (ext.recv && n) {
       gpu::copy_async(recv + k * piece * es, host_recv(k), len(k) * es, s);

@@ -47,25 +47,19 @@ __global__ void wait_kernel(const volatile uint64_t* flag, uint64_t value) {
   while (*flag < value) __nanosleep(1000);
 }
 
-template <class... Ts>
-int preload_scale() {
-  cudaFuncAttributes fa;
-  cudaError_t e = cudaSuccess;
-  ((e = e != cudaSuccess ? e : cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(scale_kernel<Ts, true>))), ...);
-  ((e = e != cudaSuccess ? e : cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(scale_kernel<Ts, false>))), ...);
-  return static_cast<int>(e);
-}
-
 }  // namespace detail
 
 int preload() {
-  cudaFuncAttributes fa;
   for (int (*f)() : {detail::preload_sum, detail::preload_prod, detail::preload_max, detail::preload_min})
     if (int e = f()) return e;
-  if (int e = detail::preload_scale<int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t, __half, float, double,
-                                    __nv_bfloat16>())
-    return e;
-  return static_cast<int>(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(detail::wait_kernel)));
+  cudaError_t e = cudaSuccess;
+  detail::for_each_type([&](auto t) {
+    using T = typename decltype(t)::type;
+    detail::load_kernel(reinterpret_cast<const void*>(detail::scale_kernel<T, true>), e);
+    detail::load_kernel(reinterpret_cast<const void*>(detail::scale_kernel<T, false>), e);
+  });
+  detail::load_kernel(reinterpret_cast<const void*>(detail::wait_kernel), e);
+  return static_cast<int>(e);
 }
 
 int wait_geq(const volatile uint64_t* flag, uint64_t value, void* stream) {

@@ -217,25 +217,41 @@ int launch_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
   }
 }
 
-// Loads the kernels of one op now. Lazy loading (CUDA's default since 12.2) loads a kernel at
-// its first launch, and loading waits for the context's running work: a caller's stream parked
-// on Coral's host flag is such work, and it waits for that very launch. cudaFuncGetAttributes
-// forces the load. Each .cu preloads its own instantiations (another TU's would be copies).
-template <class Op, class... Ts>
-int preload_types() {
-  cudaFuncAttributes fa;
-  cudaError_t e = cudaSuccess;
-  auto one = [&](const void* k) {
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, k);
-  };
-  (one(reinterpret_cast<const void*>(reduce_kernel<Ts, Op, true>)), ...);
-  (one(reinterpret_cast<const void*>(reduce_kernel<Ts, Op, false>)), ...);
-  return static_cast<int>(e);
+// Calls f(std::type_identity<T>{}) for the element type of every dtype.
+template <class F>
+void for_each_type(F&& f) {
+  f(std::type_identity<int8_t>{});
+  f(std::type_identity<uint8_t>{});
+  f(std::type_identity<int32_t>{});
+  f(std::type_identity<uint32_t>{});
+  f(std::type_identity<int64_t>{});
+  f(std::type_identity<uint64_t>{});
+  f(std::type_identity<__half>{});
+  f(std::type_identity<float>{});
+  f(std::type_identity<double>{});
+  f(std::type_identity<__nv_bfloat16>{});
 }
+
+// Lazy loading (CUDA's default since 12.2) loads a kernel at its first launch, and loading
+// waits for the context's running work: a caller's stream parked on Coral's host flag is such
+// work, and it waits for that very launch. cudaFuncGetAttributes forces the load. Keeps the
+// first error in e.
+inline void load_kernel(const void* kernel, cudaError_t& e) {
+  cudaFuncAttributes fa;
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, kernel);
+}
+
+// Loads the kernels of one op now. Each .cu preloads its own instantiations (another
+// translation unit's would be copies).
 template <class Op>
 int preload_op() {
-  return preload_types<Op, int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t, __half, float, double,
-                       __nv_bfloat16>();
+  cudaError_t e = cudaSuccess;
+  for_each_type([&](auto t) {
+    using T = typename decltype(t)::type;
+    load_kernel(reinterpret_cast<const void*>(reduce_kernel<T, Op, true>), e);
+    load_kernel(reinterpret_cast<const void*>(reduce_kernel<T, Op, false>), e);
+  });
+  return static_cast<int>(e);
 }
 
 int launch_sum(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
