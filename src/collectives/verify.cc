@@ -230,7 +230,6 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
         }
       sim.woken.clear();
     }
-    sim.woken.clear();
   }
   if (!sim.err.empty()) return {false, sim.err};
   for (int r = 0; r < p; ++r) {

@@ -50,6 +50,12 @@ const Combo kCombos[] = {
     {Coll::Reduce, Algo::Tree},         {Coll::Barrier, Algo::Dissemination},
 };
 
+// Reduce-scatter and all-gather counts are per rank (P times more elements in all), and
+// one-shot moves P^2 count elements: the sweeps keep these to smaller counts.
+bool heavy_counts(Combo c) {
+  return c.coll == Coll::ReduceScatter || c.coll == Coll::AllGather || c.algo == Algo::OneShot;
+}
+
 // Every algorithm of every collective at P, over `counts` (per-rank counts for RS/AG), with
 // P worker threads' worth of cases split over two threads.
 void sweep(const std::vector<int>& ps, const std::function<std::vector<size_t>(int, Combo)>& counts) {
@@ -104,14 +110,12 @@ TEST_CASE("every algorithm of every collective holds for P = 1..160 and a stride
   std::vector<int> ps;
   for (int p = 1; p <= 512; p += p < 160 ? 1 : 7) ps.push_back(p);
   ps.push_back(512);
-  // Reduce-scatter and all-gather counts are per rank (P times more elements in all); one-shot
-  // moves P^2 count elements, so it keeps to small counts here (and gets P-1, P+1 up to 64).
-  // The counts rotate with P so that every P meets two of them and every count meets every
-  // algorithm often (the full set for every P is the long test below).
+  // Heavy counts keep to small values here (and get P-1, P+1 up to 64). The counts rotate with
+  // P so that every P meets two of them and every count meets every algorithm often (the full
+  // set for every P is the long test below).
   sweep(ps, [](int p, Combo c) {
-    bool per_rank = c.coll == Coll::ReduceScatter || c.coll == Coll::AllGather || c.algo == Algo::OneShot;
     std::vector<size_t> pool = {0, 1, 13, 2, static_cast<size_t>(p - 1), static_cast<size_t>(p + 1)};
-    size_t k = per_rank ? 4 : 6;
+    size_t k = heavy_counts(c) ? 4 : 6;
     return std::vector<size_t>{pool[static_cast<size_t>(p) % k], pool[static_cast<size_t>(p + 3) % k]};
   });
 }
@@ -120,16 +124,14 @@ TEST_CASE("long: every P from 1 to 512 with every count, and a sample of P up to
   std::vector<int> ps;
   for (int p = 1; p <= 512; p++) ps.push_back(p);
   sweep(ps, [](int p, Combo c) {
-    // Reduce-scatter and all-gather counts are per rank (P times more in all), and one-shot
-    // moves P^2 count elements: from P = 129 they keep to 0, 1, a prime and a larger odd count
-    // (P-1 and P+1 per rank made P^2 elements per rank, hours at P = 512).
-    if ((c.coll == Coll::ReduceScatter || c.coll == Coll::AllGather || c.algo == Algo::OneShot) && p > 128)
+    // Heavy counts keep to 0, 1, a prime and a larger odd count from P = 129 (P-1 and P+1 per
+    // rank made P^2 elements per rank: hours at P = 512).
+    if (heavy_counts(c) && p > 128)
       return std::vector<size_t>{0, 1, 13, 101};
     return std::vector<size_t>{0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p + 1), 101, 1001};
   });
   sweep({600, 777, 1000, 1024, 1500, 2048, 3000, 4095, 4096}, [](int p, Combo c) {
-    if (c.coll == Coll::ReduceScatter || c.coll == Coll::AllGather || c.algo == Algo::OneShot)
-      return std::vector<size_t>{1, 3};
+    if (heavy_counts(c)) return std::vector<size_t>{1, 3};
     return std::vector<size_t>{1, static_cast<size_t>(p + 1), 997};
   });
 }
