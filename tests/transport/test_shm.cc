@@ -1,14 +1,16 @@
 // Shared-memory specifics: the yield rule (transport/shm/presence.h), on hand-made presence, and
-// posts (transport/shm/post.h).
+// posts (transport/shm/post.h), and deferred wakes (transport/shm/wakes.h).
 #include <catch2/catch.hpp>
 
 #include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/transport/conformance.h"
 #include "transport/shm/connection.h"
@@ -161,6 +163,38 @@ TEST_CASE("a post's header comes back only once every reader acknowledged it", "
     CHECK(n.posts.next_free());
     n.post(8, 200 + s);
   }
+}
+
+TEST_CASE("deferred wakes reach a sleeper however many other counters were bumped", "[shm][wakes]") {
+  std::atomic<uint32_t> word{0}, sleeping{1};
+  std::atomic<bool> woke{false}, ready{false};
+  std::thread sleeper([&] {
+    ready = true;
+    coral::futex_wait(&word, 0, 20L * 1000 * 1000 * 1000);  // returns at once if already bumped
+    woke = true;
+  });
+  std::vector<std::atomic<uint32_t>> others(600);
+  std::atomic<uint32_t> awake{0};
+  while (!ready) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // asleep by now, as a rank would be
+  shm::Wakes w;
+  // Duplicates of the sleeper's pair among enough distinct ones to fill the table several
+  // times: each fill flushes and empties it, and a pair added again later must count again.
+  for (int round = 0; round < 3; ++round) {
+    for (auto& o : others) {
+      w.add(&o, &awake);
+      w.add(&o, &awake);
+    }
+    if (round == 2) word = 1;
+    w.add(&word, &sleeping);
+    w.add(&word, &sleeping);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  w.flush();
+  sleeper.join();
+  CHECK(woke);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));  // not the futex timeout
+  w.flush();  // nothing left: a second flush wakes no one and does not fail
 }
 
 TEST_CASE("a vector posted once reaches every local peer in place", "[shm][post]") {

@@ -7,7 +7,6 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <vector>
 
 #include "core/wait.h"
 
@@ -15,28 +14,39 @@ namespace coral::transport::shm {
 
 class Wakes {
  public:
-  // `word` was bumped; a side sleeping on it sets `sleeping`.
+  // `word` was bumped; a side sleeping on it sets `sleeping`. A small open-addressed table keeps
+  // each pair once: a one-shot call adds 2(P-1) pairs, and a scan of the list per add cost more
+  // than the rest of the call's bookkeeping.
   void add(std::atomic<uint32_t>* word, std::atomic<uint32_t>* sleeping) {
-    for (const Pending& p : pending_)
-      if (p.word == word && p.sleeping == sleeping) return;
-    pending_.push_back({word, sleeping});
-    if (pending_.size() >= kMaxPending) flush();
+    size_t i = (reinterpret_cast<uintptr_t>(word) >> 2) * 0x9e3779b97f4a7c15ull >> (64 - kBits);
+    for (; table_[i].word; i = (i + 1) & (kSize - 1))
+      if (table_[i].word == word && table_[i].sleeping == sleeping) return;
+    table_[i] = {word, sleeping};
+    used_[n_++] = static_cast<uint16_t>(i);
+    if (n_ == kMaxPending) flush();
   }
   void flush() {
-    if (pending_.empty()) return;
+    if (n_ == 0) return;
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    for (const Pending& p : pending_)
+    for (size_t k = 0; k < n_; ++k) {
+      Pending& p = table_[used_[k]];
       if (p.sleeping->load(std::memory_order_seq_cst)) futex_wake_all(p.word);
-    pending_.clear();
+      p = {};
+    }
+    n_ = 0;
   }
 
  private:
-  static constexpr size_t kMaxPending = 128;  // bounds the duplicate scan (a post adds one per reader)
+  static constexpr int kBits = 8;
+  static constexpr size_t kSize = size_t{1} << kBits;
+  static constexpr size_t kMaxPending = kSize / 2;  // keeps the table at most half full
   struct Pending {
-    std::atomic<uint32_t>* word;
-    std::atomic<uint32_t>* sleeping;
+    std::atomic<uint32_t>* word = nullptr;
+    std::atomic<uint32_t>* sleeping = nullptr;
   };
-  std::vector<Pending> pending_;
+  Pending table_[kSize];
+  uint16_t used_[kMaxPending];
+  size_t n_ = 0;
 };
 
 }  // namespace coral::transport::shm
