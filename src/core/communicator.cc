@@ -230,7 +230,7 @@ size_t Communicator::chunk_for(const sched::CollArgs& args, sched::Algo algo, si
   return sched::select_chunk(args, algo, tune_, max_bytes);
 }
 
-const sched::Schedule& Communicator::schedule_for(const sched::CollArgs& a, sched::Algo algo) {
+Communicator::Cached& Communicator::schedule_for(const sched::CollArgs& a, sched::Algo algo) {
   auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
                              static_cast<int>(a.op), a.root, static_cast<int>(algo), a.chunk);
   // Training loops repeat one call; skip the map lookup for it.
@@ -238,7 +238,7 @@ const sched::Schedule& Communicator::schedule_for(const sched::CollArgs& a, sche
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     if (cache_.size() > 256) cache_.clear();
-    it = cache_.emplace(key, sched::build(a, algo)).first;
+    it = cache_.emplace(key, Cached{sched::build(a, algo), {}}).first;
   }
   last_key_ = key;
   last_ = &it->second;
@@ -267,7 +267,9 @@ void Communicator::execute(Call& c, bool background, bool device) {
   sched::Coll tag_coll = a.coll == sched::Coll::Recv ? sched::Coll::Send : a.coll;
   bool p2p = a.coll == sched::Coll::Send || a.coll == sched::Coll::Recv;
   uint64_t tag = make_tag(tag_coll, p2p ? coralUint8 : a.dtype, p2p ? coralSum : a.op, salt);
-  const sched::Schedule& s = schedule_for(a, algo);
+  Cached& cached = schedule_for(a, algo);
+  const sched::Schedule& s = cached.schedule;
+  if (!device && !cached.plan.links) cached.plan = compile(s, links_, es);
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
   // caller's computation, which is what non-blocking calls exist to overlap.
   Monitor mon(rank_, device ? gpu_->domain_of.data() : domain_of_.data(), polled_, timeout_s_,
@@ -285,7 +287,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
       scratch = scratch_.data();
     }
     coral::execute(s, ExecArgs{c.send, c.recv, scratch, a.dtype, a.op, nranks_, tag,
-                               device ? &gpu_->links : &links_, &mon, mem.get()});
+                               device ? &gpu_->links : &links_, &mon, mem.get(), device ? nullptr : &cached.plan});
     if (!device)
       for (auto& d : domains_) d->drain(mon);
   } catch (const Error& e) {

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "collectives/tuner/select.h"
+#include "core/executor.h"
 #include "core/bootstrap/store.h"
 #include "transport/transport.h"
 
@@ -104,7 +105,8 @@ class Communicator {
   void record_failure(coralResult_t code, const std::string& msg);
   // Throws the earlier failure's code and reason once the communicator has failed.
   void check_usable() const;
-  const sched::Schedule& schedule_for(const sched::CollArgs& a, sched::Algo algo);
+  struct Cached;
+  Cached& schedule_for(const sched::CollArgs& a, sched::Algo algo);
   void progress_loop();
   void probe_links();
   void p2p(bool send, void* buf, size_t bytes, int peer);
@@ -128,9 +130,13 @@ class Communicator {
   std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;
   std::unique_ptr<GpuState> gpu_;
   using CacheKey = std::tuple<int, size_t, int, int, int, int, size_t>;
-  std::map<CacheKey, sched::Schedule> cache_;
+  struct Cached {
+    sched::Schedule schedule;
+    Plan plan;  // against links_, made at the first host call
+  };
+  std::map<CacheKey, Cached> cache_;
   CacheKey last_key_;
-  const sched::Schedule* last_ = nullptr;
+  Cached* last_ = nullptr;
   std::vector<std::byte> scratch_;
   size_t chunk_override_ = 0;  // CORAL_CHUNK_BYTES
   int spin_ = 0;

@@ -61,11 +61,36 @@ struct DeviceMem {
   void fence() { m.fence(); }
 };
 
+// Out of line: the message receive() got is not the one the schedule expects.
+[[noreturn, gnu::cold, gnu::noinline]] void mismatch(int peer, const transport::Message& m, size_t bytes, uint64_t tag) {
+  std::string theirs = describe_tag(m.tag), ours = describe_tag(tag);
+  fail(coralInvalidUsage,
+       theirs != ours
+           ? fmt::format("rank {} sent data for '{}' while this rank runs '{}': ranks called "
+                         "different collectives", peer, theirs, ours)
+           : fmt::format("rank {} sent {} bytes where {} were expected: ranks passed different "
+                         "counts or roots to '{}'", peer, m.bytes, bytes, ours));
+}
+
+// Where the runs of posted sends of one buffer begin (the one-shot all-reduce's), and their
+// length: the executor and compile() must agree on them.
+size_t post_run(const std::vector<sched::Step>& steps, size_t i) {
+  const sched::Step& first = steps[i];
+  if (first.kind != sched::OpKind::Send || !first.posted) return 0;
+  size_t j = i + 1;
+  while (j < steps.size() && steps[j].kind == sched::OpKind::Send && steps[j].posted &&
+         steps[j].count == first.count && steps[j].src.buf == first.src.buf && steps[j].src.off == first.src.off)
+    ++j;
+  return j - i;
+}
+
 template <class Mem>
 struct Runner {
   const ExecArgs& x;
   const size_t es;
   Mem mem;
+  const std::vector<sched::Step>& steps;
+  const Plan* plan;  // resolved links and decisions, or nullptr to decide them here
 
   std::byte* ptr(sched::Ref r) const {
     auto* base = r.buf == sched::Buf::Send   ? static_cast<std::byte*>(const_cast<void*>(x.send))
@@ -74,37 +99,34 @@ struct Runner {
     return base + r.off * es;
   }
   transport::Link& link(int peer) const { return *(*x.links)[peer]; }
+  transport::Link& peer_link(size_t i) const { return plan ? *plan->ops[i].link : link(steps[i].peer); }
+  transport::Link& out_link(size_t i) const { return plan ? *plan->ops[i].out : link(steps[i].peer_out); }
 
   // A posted message travels as a post where the link's domain has a poster and the size fits;
   // sender and receiver decide alike from the step, the link and the size.
-  transport::Poster* poster_for(const sched::Step& st, size_t bytes) const {
+  static transport::Poster* poster_for(const sched::Step& st, transport::Link& l, size_t bytes) {
     if (!st.posted) return nullptr;
-    transport::Poster* p = link(st.peer).poster();
+    transport::Poster* p = l.poster();
     return p && bytes <= p->max_bytes() ? p : nullptr;
   }
+  bool as_post(size_t i, size_t bytes) const {
+    return plan ? plan->ops[i].post : poster_for(steps[i], peer_link(i), bytes) != nullptr;
+  }
 
-  transport::Message receive(int peer, size_t bytes, bool want_local = true, bool post = false) const {
-    transport::Link& l = link(peer);
+  transport::Message receive(size_t i, size_t bytes, bool want_local = true, bool post = false) const {
+    const int peer = steps[i].peer;
+    transport::Link& l = peer_link(i);
     transport::Message m = post ? l.post_peek(*x.monitor) : l.recv_peek(*x.monitor, want_local);
-    if (m.tag != x.tag || m.bytes != bytes) {
-      std::string theirs = describe_tag(m.tag), ours = describe_tag(x.tag);
-      fail(coralInvalidUsage,
-           theirs != ours
-               ? fmt::format("rank {} sent data for '{}' while this rank runs '{}': ranks called "
-                             "different collectives", peer, theirs, ours)
-               : fmt::format("rank {} sent {} bytes where {} were expected: ranks passed different "
-                             "counts or roots to '{}'", peer, m.bytes, bytes, ours));
-    }
+    if (m.tag != x.tag || m.bytes != bytes) mismatch(peer, m, bytes, x.tag);
     return m;
   }
 
-  void release(int peer, bool post) const {
-    if (post) link(peer).post_release();
-    else link(peer).recv_release();
+  void release(size_t i, bool post) const {
+    if (post) peer_link(i).post_release();
+    else peer_link(i).recv_release();
   }
 
-  std::byte* reserve(int peer, size_t bytes) const {
-    transport::Link& l = link(peer);
+  std::byte* reserve(transport::Link& l, size_t bytes) const {
     if (bytes > l.max_message()) fail(coralInternalError, "schedule message exceeds the link's slot");
     return l.send_acquire(bytes, *x.monitor);
   }
@@ -112,58 +134,61 @@ struct Runner {
   // Links with by-reference sends outstanding: the operation ends only once peers read them.
   std::vector<transport::Link*> flush;
 
-  void run(const sched::Step& st) {
+  void run(size_t i) {
     using sched::OpKind;
+    const sched::Step& st = steps[i];
     const size_t bytes = st.count * es;
     void* dst = st.dst.buf != sched::Buf::None ? ptr(st.dst) : nullptr;
     switch (st.kind) {
       case OpKind::Send: {
-        transport::Link& l = link(st.peer);
+        transport::Link& l = peer_link(i);
         if (st.stable_src && bytes >= l.direct_min_bytes()) {
           l.send_direct(ptr(st.src), bytes, x.tag, *x.monitor);
           if (std::find(flush.begin(), flush.end(), &l) == flush.end()) flush.push_back(&l);
           break;
         }
-        std::byte* out = reserve(st.peer, bytes);
+        std::byte* out = reserve(l, bytes);
         mem.to_slot(out, ptr(st.src), bytes);
         mem.fence();
         l.send_commit(bytes, x.tag);
         break;
       }
       case OpKind::Recv: {
-        const bool post = poster_for(st, bytes) != nullptr;
-        transport::Message m = receive(st.peer, bytes, false, post);
+        const bool post = as_post(i, bytes);
+        transport::Message m = receive(i, bytes, false, post);
         if (m.data) mem.from_slot(dst, m.data, bytes);
-        else link(st.peer).recv_read(m, dst);
+        else peer_link(i).recv_read(m, dst);
         mem.fence();
-        release(st.peer, post);
+        release(i, post);
         break;
       }
       case OpKind::RecvReduce: {
-        const bool post = poster_for(st, bytes) != nullptr;
-        transport::Message m = receive(st.peer, bytes, true, post);
+        const bool post = as_post(i, bytes);
+        transport::Message m = receive(i, bytes, true, post);
         mem.reduce(dst, nullptr, m.data, ptr(st.src), st.count, es);
         mem.fence();
-        release(st.peer, post);
+        release(i, post);
         break;
       }
       case OpKind::RecvReduceSend: {
-        transport::Message m = receive(st.peer, bytes);
-        std::byte* out = reserve(st.peer_out, bytes);
+        transport::Message m = receive(i, bytes);
+        transport::Link& o = out_link(i);
+        std::byte* out = reserve(o, bytes);
         mem.reduce(out, bytes ? dst : nullptr, m.data, ptr(st.src), st.count, es);
         mem.fence();
-        link(st.peer_out).send_commit(bytes, x.tag);
-        link(st.peer).recv_release();
+        o.send_commit(bytes, x.tag);
+        peer_link(i).recv_release();
         break;
       }
       case OpKind::RecvCopySend: {
-        transport::Message m = receive(st.peer, bytes);
-        std::byte* out = reserve(st.peer_out, bytes);
+        transport::Message m = receive(i, bytes);
+        transport::Link& o = out_link(i);
+        std::byte* out = reserve(o, bytes);
         if (bytes) mem.copy(out, m.data, bytes);
         if (dst && bytes) mem.copy(dst, m.data, bytes);
         mem.fence();
-        link(st.peer_out).send_commit(bytes, x.tag);
-        link(st.peer).recv_release();
+        o.send_commit(bytes, x.tag);
+        peer_link(i).recv_release();
         break;
       }
       case OpKind::Copy:
@@ -183,8 +208,9 @@ struct Runner {
   // one launch and one fence per peer. Returns the steps consumed (0: no run here). Holding one
   // message from each of those peers at once is safe: each is the peer's only message in flight
   // that we hold, and every link allows kMinInFlight.
-  size_t fuse(const std::vector<sched::Step>& steps, size_t i) {
+  size_t fuse(size_t i) {
     if constexpr (!std::is_same_v<Mem, DeviceMem>) {
+      (void)i;
       return 0;
     } else {
       const sched::Step& first = steps[i];
@@ -211,59 +237,68 @@ struct Runner {
       const size_t bytes = first.count * es;
       bool post[MemOps::kMaxSources];
       for (size_t k = 0; k < n; ++k) {
-        post[k] = poster_for(steps[i + k], bytes) != nullptr;
-        srcs[k + 1] = receive(steps[i + k].peer, bytes, true, post[k]).data;
+        post[k] = as_post(i + k, bytes);
+        srcs[k + 1] = receive(i + k, bytes, true, post[k]).data;
       }
       mem.m.reduce_many(ptr(first.dst), srcs, static_cast<int>(n) + 1, first.count);
       mem.fence();
-      for (size_t k = 0; k < n; ++k) release(steps[i + k].peer, post[k]);
+      for (size_t k = 0; k < n; ++k) release(i + k, post[k]);
       return n;
     }
   }
 
   // A run of posted sends of one buffer (the one-shot all-reduce): published once for every
   // peer whose link has the poster; any others get ordinary sends. Returns the steps consumed.
-  size_t post(const std::vector<sched::Step>& steps, size_t i) {
-    const sched::Step& first = steps[i];
-    if (first.kind != sched::OpKind::Send || !first.posted) return 0;
-    size_t j = i + 1;
-    while (j < steps.size() && steps[j].kind == sched::OpKind::Send && steps[j].posted &&
-           steps[j].count == first.count && steps[j].src.buf == first.src.buf && steps[j].src.off == first.src.off)
-      ++j;
-    const size_t bytes = first.count * es;
+  size_t post(size_t i) {
+    const size_t len = plan ? plan->ops[i].run : post_run(steps, i);
+    if (len == 0) return 0;
+    const size_t bytes = steps[i].count * es;
     transport::Poster* poster = nullptr;
-    thread_local std::vector<int> peers;
-    peers.clear();
-    for (size_t k = i; k < j; ++k) {
-      transport::Poster* p = poster_for(steps[k], bytes);
-      if (!p) {
-        run(steps[k]);  // an ordinary send; the order across peers does not matter
-        continue;
+    const int* peers;
+    size_t npeers = 0;
+    thread_local std::vector<int> found;
+    if (plan) {
+      for (size_t k = i; k < i + len; ++k) {
+        if (!plan->ops[k].post) run(k);  // an ordinary send; the order across peers does not matter
+        else if (!poster) poster = plan->ops[k].link->poster();
       }
-      if (poster && p != poster) fail(coralInternalError, "posted sends span two posters");
-      poster = p;
-      peers.push_back(steps[k].peer);
+      peers = plan->post_peers.data() + plan->ops[i].peers_at;
+      npeers = plan->ops[i].npeers;
+    } else {
+      found.clear();
+      for (size_t k = i; k < i + len; ++k) {
+        transport::Poster* p = poster_for(steps[k], peer_link(k), bytes);
+        if (!p) {
+          run(k);
+          continue;
+        }
+        if (poster && p != poster) fail(coralInternalError, "posted sends span two posters");
+        poster = p;
+        found.push_back(steps[k].peer);
+      }
+      peers = found.data();
+      npeers = found.size();
     }
     if (poster) {
       std::byte* buf = poster->acquire(bytes, *x.monitor);
-      mem.to_slot(buf, ptr(first.src), bytes);
+      mem.to_slot(buf, ptr(steps[i].src), bytes);
       mem.fence();
-      poster->commit(bytes, x.tag, peers.data(), peers.size());
+      poster->commit(bytes, x.tag, peers, npeers);
     }
-    return j - i;
+    return len;
   }
 
-  void run_all(const sched::Schedule& s) {
-    for (size_t i = 0; i < s.steps.size();) {
-      if (size_t n = post(s.steps, i)) {
+  void run_all() {
+    for (size_t i = 0; i < steps.size();) {
+      if (size_t n = post(i)) {
         i += n;
         continue;
       }
-      if (size_t n = fuse(s.steps, i)) {
+      if (size_t n = fuse(i)) {
         i += n;
         continue;
       }
-      run(s.steps[i++]);
+      run(i++);
     }
     mem.fence();
     for (transport::Link* l : flush) l->flush(*x.monitor);
@@ -272,13 +307,50 @@ struct Runner {
 
 }  // namespace
 
+Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& links, size_t es) {
+  Plan p;
+  p.links = &links;
+  p.es = es;
+  p.ops.resize(s.steps.size());
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const sched::Step& st = s.steps[i];
+    Plan::Op& op = p.ops[i];
+    if (st.peer >= 0) op.link = links[st.peer];
+    if (st.peer_out >= 0) op.out = links[st.peer_out];
+    if (op.link) op.post = Runner<HostMem>::poster_for(st, *op.link, st.count * es) != nullptr;
+  }
+  for (size_t i = 0; i < s.steps.size();) {
+    const size_t len = post_run(s.steps, i);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    Plan::Op& op = p.ops[i];
+    op.run = static_cast<uint32_t>(len);
+    op.peers_at = static_cast<uint32_t>(p.post_peers.size());
+    transport::Poster* poster = nullptr;
+    for (size_t k = i; k < i + len; ++k) {
+      if (!p.ops[k].post) continue;
+      transport::Poster* q = p.ops[k].link->poster();
+      if (poster && q != poster) fail(coralInternalError, "posted sends span two posters");
+      poster = q;
+      p.post_peers.push_back(s.steps[k].peer);
+    }
+    op.npeers = static_cast<uint32_t>(p.post_peers.size() - op.peers_at);
+    i += len;
+  }
+  return p;
+}
+
 void execute(const sched::Schedule& s, const ExecArgs& x) {
   const size_t es = kernels::dtype_size(x.dtype);
   if (x.mem) {
-    Runner<DeviceMem>{x, es, DeviceMem{*x.mem}}.run_all(s);
+    Runner<DeviceMem>{x, es, DeviceMem{*x.mem}, s.steps, nullptr}.run_all();
     return;
   }
-  Runner<HostMem>{x, es, HostMem{x.dtype, kernels::active().reduce[x.dtype][x.op]}}.run_all(s);
+  const Plan* plan = x.plan && x.plan->links == x.links && x.plan->es == es && x.plan->ops.size() == s.steps.size()
+                         ? x.plan : nullptr;
+  Runner<HostMem>{x, es, HostMem{x.dtype, kernels::active().reduce[x.dtype][x.op]}, s.steps, plan}.run_all();
 }
 
 }  // namespace coral

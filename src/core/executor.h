@@ -26,6 +26,25 @@ class MemOps {
   virtual void fence() = 0;
 };
 
+// A schedule resolved once against the links it runs on: each step's links, whether a posted
+// step goes as a post, and where the runs of posted sends begin. An 8-byte one-shot at P=8 spent
+// a visible share of each call re-deciding these (two virtual calls and a size check per step).
+struct Plan {
+  struct Op {
+    transport::Link* link = nullptr;  // the step's peer's, if any
+    transport::Link* out = nullptr;   // its peer_out's, if any
+    bool post = false;                // goes through the link's poster
+    uint32_t run = 0;                 // the first of a run of posted sends of one buffer: its length
+    uint32_t peers_at = 0, npeers = 0;  // that run's post goes to post_peers[peers_at, +npeers)
+  };
+  const std::vector<transport::Link*>* links = nullptr;  // resolved against these
+  size_t es = 0;
+  std::vector<Op> ops;  // by step
+  std::vector<int> post_peers;
+};
+
+Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& links, size_t es);
+
 struct ExecArgs {
   const void* send;
   void* recv;
@@ -37,6 +56,7 @@ struct ExecArgs {
   const std::vector<transport::Link*>* links;  // by peer rank
   WaitMonitor* monitor;
   MemOps* mem = nullptr;  // nullptr: host memory
+  const Plan* plan = nullptr;  // from compile() for this schedule and these links, or nullptr
 };
 
 // Tag layout: collective in bits 56-63, dtype 48-55, op 40-47, a hash of the rest below.

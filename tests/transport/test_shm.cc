@@ -165,6 +165,37 @@ TEST_CASE("a post's header comes back only once every reader acknowledged it", "
   }
 }
 
+TEST_CASE("a post's readers are the peers that post named, whatever earlier posts named", "[shm][post]") {
+  PostNode n;
+  const uint32_t slots = shm::kPostSlots;
+  const int both[] = {1, 2}, second[] = {2}, first[] = {1};
+  // Headers 1..slots alternate between {1, 2}, {2} and {1}.
+  for (uint32_t s = 1; s <= slots; ++s) {
+    n.posts.acquire(8, n.mon);
+    const int* peers = s % 3 == 1 ? both : s % 3 == 2 ? second : first;
+    n.posts.commit(8, s, peers, s % 3 == 1 ? 2 : 1);
+  }
+  // Post 1 went to both: reader 2 alone does not free its header.
+  n.areas[2].acked[0] = 1;
+  CHECK_FALSE(n.posts.next_free());
+  n.areas[1].acked[0] = 1;
+  CHECK(n.posts.next_free());
+  n.post(8, 100);  // header 1 again, to both
+  // Post 2 went to reader 2 only, whose acknowledgement of post 2 frees it; reader 1's stays at 1.
+  CHECK_FALSE(n.posts.next_free());
+  n.areas[2].acked[0] = 2;
+  CHECK(n.posts.next_free());
+  n.posts.acquire(8, n.mon);
+  n.posts.commit(8, 101, second, 1);
+  // Post 3 went to reader 1 only.
+  CHECK_FALSE(n.posts.next_free());
+  n.areas[1].acked[0] = 3;
+  CHECK(n.posts.next_free());
+  const int self[] = {0, 1};
+  CHECK_THROWS(n.posts.commit(8, 1, self, 2));  // a set with this rank in it is refused, new or not
+  CHECK_THROWS(n.posts.commit(8, 1, self, 2));
+}
+
 TEST_CASE("deferred wakes reach a sleeper however many other counters were bumped", "[shm][wakes]") {
   std::atomic<uint32_t> word{0}, sleeping{1};
   std::atomic<bool> woke{false}, ready{false};

@@ -195,16 +195,24 @@ void ShmLink::recv_release() {
 
 Message ShmLink::post_peek(WaitMonitor& mon) {
   const uint32_t want = posts_read_ + 1, slot = post_slot(want);
-  PostHeader& h = posts_.peer_area->ring[slot];
-  Message other{};
+  const PostHeader& h = posts_.peer_area->ring[slot];
+  // The wait is out of line: in a one-shot call most posts are already there.
+  if (h.seq.load(std::memory_order_acquire) != want) {
+    Message other{};
+    if (!wait_post(mon, want, &other)) return other;  // the caller reports the mismatch
+  }
+  const std::byte* data = h.bytes <= kInlineBytes ? h.inline_data : posts_.peer_board + static_cast<size_t>(slot) * posts_.board_bytes;
+  return Message{data, h.bytes, h.tag};
+}
+
+bool ShmLink::wait_post(WaitMonitor& mon, uint32_t want, Message* other) {
+  PostHeader& h = posts_.peer_area->ring[post_slot(want)];
   unsigned polls = 0;
   auto fifo = [&](Message* o) { return fifo_waiting(o); };
   await(mon, post_watch_, want, h.seq, posts_.peer_area->sleeping[me_l_], [&] {
-    return h.seq.load(std::memory_order_acquire) == want || stray(mon, polls, fifo, &other);
+    return h.seq.load(std::memory_order_acquire) == want || stray(mon, polls, fifo, other);
   });
-  if (h.seq.load(std::memory_order_acquire) != want) return other;  // the caller reports the mismatch
-  const std::byte* data = h.bytes <= kInlineBytes ? h.inline_data : posts_.peer_board + static_cast<size_t>(slot) * posts_.board_bytes;
-  return Message{data, h.bytes, h.tag};
+  return h.seq.load(std::memory_order_acquire) == want;
 }
 
 bool ShmLink::fifo_waiting(Message* m) const {

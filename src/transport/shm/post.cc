@@ -1,5 +1,6 @@
 #include "transport/shm/post.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -16,7 +17,8 @@ ShmPosts::ShmPosts(std::vector<PostArea*> areas, int me, std::byte* board, size_
       board_bytes_(board_bytes),
       local_of_(std::move(local_of)),
       wakes_(wakes),
-      readers_(kPostSlots),
+      sets_(1),
+      set_of_(kPostSlots, 0),
       acked_seen_(areas_.size(), 0) {}
 
 int ShmPosts::holding(uint32_t seq, const std::vector<int>& readers) {
@@ -28,7 +30,9 @@ int ShmPosts::holding(uint32_t seq, const std::vector<int>& readers) {
   return -1;
 }
 
-bool ShmPosts::next_free() { return holding(posts_ + 1 - kPostSlots, readers_[post_slot(posts_ + 1)]) < 0; }
+bool ShmPosts::next_free() {
+  return holding(posts_ + 1 - kPostSlots, sets_[set_of_[post_slot(posts_ + 1)]].locals) < 0;
+}
 
 // In the one-shot all-reduce a header comes back long before its next turn: to post call k+8 a
 // rank must have finished call k+7, which needed every peer's post of that call, made after the
@@ -38,7 +42,7 @@ std::byte* ShmPosts::acquire(size_t bytes, WaitMonitor& mon) {
   if (bytes > board_bytes_) fail(coralInternalError, "post larger than the board's buffers");
   const uint32_t seq = posts_ + 1, slot = post_slot(seq);
   const uint32_t prev = seq - kPostSlots;
-  const std::vector<int>& readers = readers_[slot];
+  const std::vector<int>& readers = sets_[set_of_[slot]].locals;
   for (int l; (l = holding(prev, readers)) >= 0;) {
     std::atomic<uint32_t>& word = areas_[l]->acked[me_];
     int peer = -1;
@@ -51,21 +55,41 @@ std::byte* ShmPosts::acquire(size_t bytes, WaitMonitor& mon) {
   return bytes <= kInlineBytes ? h.inline_data : board_ + static_cast<size_t>(slot) * board_bytes_;
 }
 
+uint32_t ShmPosts::readers_for(const int* peers, size_t npeers) {
+  auto same = [&](const Readers& r) { return r.peers.size() == npeers && std::equal(r.peers.begin(), r.peers.end(), peers); };
+  if (same(sets_[last_set_])) return last_set_;
+  for (uint32_t i = 1; i < sets_.size(); ++i)
+    if (same(sets_[i])) return last_set_ = i;
+  Readers r{std::vector<int>(peers, peers + npeers), {}};
+  for (int g : r.peers) {
+    const int l = g >= 0 && static_cast<size_t>(g) < local_of_.size() ? local_of_[g] : -1;
+    if (l < 0 || l == me_) fail(coralInternalError, "post to rank " + std::to_string(g) + ", not a local peer");
+    r.locals.push_back(l);
+  }
+  // Sets no header names any more are dropped once there are many (calls with ever new peers).
+  if (sets_.size() > 64) {
+    for (uint32_t i = 1; i < sets_.size(); ++i)
+      if (std::find(set_of_.begin(), set_of_.end(), i) == set_of_.end()) sets_[i] = {};
+  }
+  for (uint32_t i = 1; i < sets_.size(); ++i)
+    if (sets_[i].peers.empty() && std::find(set_of_.begin(), set_of_.end(), i) == set_of_.end()) {
+      sets_[i] = std::move(r);
+      return last_set_ = i;
+    }
+  sets_.push_back(std::move(r));
+  return last_set_ = static_cast<uint32_t>(sets_.size() - 1);
+}
+
 void ShmPosts::commit(size_t bytes, uint64_t tag, const int* peers, size_t npeers) {
-  auto local = [&](int g) { return g >= 0 && static_cast<size_t>(g) < local_of_.size() ? local_of_[g] : -1; };
-  for (size_t i = 0; i < npeers; ++i)
-    if (local(peers[i]) < 0 || local(peers[i]) == me_)
-      fail(coralInternalError, "post to rank " + std::to_string(peers[i]) + ", not a local peer");
+  const uint32_t set = readers_for(peers, npeers);
   const uint32_t seq = posts_ + 1;
-  std::vector<int>& readers = readers_[post_slot(seq)];
-  readers.clear();
-  for (size_t i = 0; i < npeers; ++i) readers.push_back(local(peers[i]));
+  set_of_[post_slot(seq)] = set;
   PostHeader& h = areas_[me_]->ring[post_slot(seq)];
   h.bytes = static_cast<uint32_t>(bytes);
   h.tag = tag;
   h.seq.store(seq, std::memory_order_release);
   posts_ = seq;
-  for (int l : readers) wakes_->add(&h.seq, &areas_[me_]->sleeping[l]);
+  for (int l : sets_[set].locals) wakes_->add(&h.seq, &areas_[me_]->sleeping[l]);
 }
 
 }  // namespace coral::transport::shm

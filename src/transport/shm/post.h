@@ -30,6 +30,15 @@ class ShmPosts : public Poster {
   // The first reader (local index) that has not released post `seq` of ours, or -1.
   int holding(uint32_t seq, const std::vector<int>& readers);
 
+  // The readers of a post: a one-shot call posts to the same peers every time, so each set is
+  // checked and translated once, and a header names its set.
+  struct Readers {
+    std::vector<int> peers;   // global ranks, as commit() was given them
+    std::vector<int> locals;  // their local indices
+  };
+  // The set for `peers`, made (and checked) if new.
+  uint32_t readers_for(const int* peers, size_t npeers);
+
   std::vector<PostArea*> areas_;
   int me_;
   std::byte* board_;
@@ -37,8 +46,10 @@ class ShmPosts : public Poster {
   std::vector<int> local_of_;
   Wakes* wakes_;
   uint32_t posts_ = 0;
-  std::vector<std::vector<int>> readers_;  // per header: the local ranks its post went to
-  std::vector<uint32_t> acked_seen_;       // per local rank: its last acknowledgement read
+  std::vector<Readers> sets_;
+  uint32_t last_set_ = 0;
+  std::vector<uint32_t> set_of_;     // per header: the set its post went to (sets_[0]: none)
+  std::vector<uint32_t> acked_seen_;  // per local rank: its last acknowledgement read
 };
 
 // Where post `seq` (from 1) of a poster lives.

@@ -18,7 +18,9 @@ class Wakes {
   // each pair once: a one-shot call adds 2(P-1) pairs, and a scan of the list per add cost more
   // than the rest of the call's bookkeeping.
   void add(std::atomic<uint32_t>* word, std::atomic<uint32_t>* sleeping) {
-    size_t i = (reinterpret_cast<uintptr_t>(word) >> 2) * 0x9e3779b97f4a7c15ull >> (64 - kBits);
+    // Both pointers: a post adds one word with each reader's flag.
+    const uint64_t key = reinterpret_cast<uintptr_t>(word) ^ (reinterpret_cast<uintptr_t>(sleeping) << 7);
+    size_t i = key * 0x9e3779b97f4a7c15ull >> (64 - kBits);
     for (; table_[i].word; i = (i + 1) & (kSize - 1))
       if (table_[i].word == word && table_[i].sleeping == sleeping) return;
     table_[i] = {word, sleeping};
