@@ -246,6 +246,7 @@ Communicator::Cached& Communicator::schedule_for(const sched::CollArgs& a, sched
 }
 
 void Communicator::check_usable() const {
+  if (!unusable_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(state_mu_);
   if (failed_ != coralSuccess) fail(failed_, "communicator is unusable after an earlier failure: " + failure_);
 }
@@ -257,8 +258,17 @@ void Communicator::execute(Call& c, bool background, bool device) {
   a.nranks = nranks_;
   a.hosts = &host_index_;
   const size_t es = kernels::dtype_size(a.dtype);
-  sched::Algo algo = choose(a);
-  a.chunk = std::max<size_t>(1, chunk_for(a, algo, device ? gpu_->chunk_bytes : chunk_bytes()) / es);
+  // Training loops repeat one call: its algorithm and chunk are chosen once.
+  const size_t max_bytes = device ? gpu_->chunk_bytes : chunk_bytes();
+  const ChoiceKey ckey{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root, max_bytes};
+  if (!choice_ || ckey != choice_key_) {
+    choice_algo_ = choose(a);
+    choice_chunk_ = std::max<size_t>(1, chunk_for(a, choice_algo_, max_bytes) / es);
+    choice_key_ = ckey;
+    choice_ = true;
+  }
+  const sched::Algo algo = choice_algo_;
+  a.chunk = choice_chunk_;
   uint64_t salt;
   if (a.coll == sched::Coll::Send) salt = p2p_seq_send_[a.root]++;
   else if (a.coll == sched::Coll::Recv) salt = p2p_seq_recv_[a.root]++;
@@ -302,6 +312,7 @@ void Communicator::record_failure(coralResult_t code, const std::string& msg) {
   std::lock_guard<std::mutex> lock(state_mu_);
   failed_ = code;
   failure_ = msg;
+  unusable_.store(true, std::memory_order_release);
   last_error_ = msg;  // coralGetLastError names a failure that surfaced only asynchronously
 }
 
@@ -312,6 +323,7 @@ void Communicator::abort(const std::string& why) {
   if (failed_ == coralSuccess) {
     failed_ = coralRemoteError;
     failure_ = why;
+    unusable_.store(true, std::memory_order_release);
   }
 }
 
@@ -331,6 +343,7 @@ void Communicator::set_last_error(const std::string& msg) {
 }
 
 void Communicator::wait_idle() {
+  if (outstanding_.load(std::memory_order_acquire) == 0) return;
   std::unique_lock<std::mutex> lock(queue_mu_);
   queue_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
 }
@@ -347,6 +360,7 @@ std::shared_ptr<Request> Communicator::submit(Call call) {
   std::lock_guard<std::mutex> lock(queue_mu_);
   if (!progress_.joinable()) progress_ = std::thread([this] { progress_loop(); });
   queue_.push_back(req);
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
   queue_cv_.notify_all();
   return req;
 }
@@ -389,6 +403,7 @@ void Communicator::progress_loop() {
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       busy_ = false;
+      outstanding_.fetch_sub(1, std::memory_order_release);
     }
     queue_cv_.notify_all();
   }

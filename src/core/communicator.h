@@ -1,6 +1,7 @@
 // A communicator: the ranks, their links, the tuner's parameters and the progress thread.
 #pragma once
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -137,6 +138,11 @@ class Communicator {
   std::map<CacheKey, Cached> cache_;
   CacheKey last_key_;
   Cached* last_ = nullptr;
+  using ChoiceKey = std::tuple<int, size_t, int, int, int, size_t>;  // the call's, and its chunk limit
+  ChoiceKey choice_key_;
+  bool choice_ = false;
+  sched::Algo choice_algo_{};
+  size_t choice_chunk_ = 0;
   std::vector<std::byte> scratch_;
   size_t chunk_override_ = 0;  // CORAL_CHUNK_BYTES
   int spin_ = 0;
@@ -144,6 +150,7 @@ class Communicator {
 
   mutable std::mutex state_mu_;
   coralResult_t failed_ = coralSuccess;
+  std::atomic<bool> unusable_{false};  // failed_ is set: lets check_usable() skip the lock
   std::string failure_;
   std::string last_error_;
 
@@ -153,6 +160,9 @@ class Communicator {
   std::deque<std::shared_ptr<Request>> queue_;
   bool busy_ = false;
   bool stopping_ = false;
+  // Queued or running requests: wait_idle() takes no lock when there are none. Changed under
+  // queue_mu_; the decrement follows the request's end, so seeing 0 sees its effects.
+  std::atomic<uint64_t> outstanding_{0};
   std::thread progress_;
 };
 

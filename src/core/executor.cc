@@ -256,7 +256,6 @@ struct Runner {
     transport::Poster* poster = nullptr;
     const int* peers;
     size_t npeers = 0;
-    thread_local std::vector<int> found;
     if (plan) {
       for (size_t k = i; k < i + len; ++k) {
         if (!plan->ops[k].post) run(k);  // an ordinary send; the order across peers does not matter
@@ -265,6 +264,7 @@ struct Runner {
       peers = plan->post_peers.data() + plan->ops[i].peers_at;
       npeers = plan->ops[i].npeers;
     } else {
+      thread_local std::vector<int> found;
       found.clear();
       for (size_t k = i; k < i + len; ++k) {
         transport::Poster* p = poster_for(steps[k], peer_link(k), bytes);

@@ -59,6 +59,7 @@ void Communicator::run_on_stream(Call call, void* stream, bool device) {
   gpu_->flag.stream_wait_geq(stream, req->seq);
   if (!progress_.joinable()) progress_ = std::thread([this] { progress_loop(); });
   queue_.push_back(req);
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
   queue_cv_.notify_all();
 }
 

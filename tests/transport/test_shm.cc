@@ -205,20 +205,22 @@ TEST_CASE("deferred wakes reach a sleeper however many other counters were bumpe
     woke = true;
   });
   std::vector<std::atomic<uint32_t>> others(600);
+  std::vector<shm::Wakes::Stamp> stamps(others.size(), 0);  // one per pair, as each bump site has
+  shm::Wakes::Stamp stamp = 0;
   std::atomic<uint32_t> awake{0};
   while (!ready) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // asleep by now, as a rank would be
   shm::Wakes w;
-  // Duplicates of the sleeper's pair among enough distinct ones to fill the table several
-  // times: each fill flushes and empties it, and a pair added again later must count again.
+  // Duplicates of the sleeper's pair among enough distinct ones to fill the list several times:
+  // each fill flushes and empties it, and a pair added again later must count again.
   for (int round = 0; round < 3; ++round) {
-    for (auto& o : others) {
-      w.add(&o, &awake);
-      w.add(&o, &awake);
+    for (size_t i = 0; i < others.size(); ++i) {
+      w.add(&others[i], &awake, stamps[i]);
+      w.add(&others[i], &awake, stamps[i]);
     }
     if (round == 2) word = 1;
-    w.add(&word, &sleeping);
-    w.add(&word, &sleeping);
+    w.add(&word, &sleeping, stamp);
+    w.add(&word, &sleeping, stamp);
   }
   const auto t0 = std::chrono::steady_clock::now();
   w.flush();

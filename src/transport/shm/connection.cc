@@ -92,11 +92,11 @@ void ShmLink::publish(uint32_t bytes_and_flags, uint64_t tag) {
   ++out_head_;
   m.seq.store(out_head_, std::memory_order_release);  // what the receiver polls
   out_->head.store(out_head_, std::memory_order_release);  // what a sleeping receiver waits on
-  bumped(out_->head, out_->recv_sleeping);
+  bumped(out_->head, out_->recv_sleeping, head_stamp_);
 }
 
-void ShmLink::bumped(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping) {
-  if (wakes_) return wakes_->add(&word, &sleeping);
+void ShmLink::bumped(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, Wakes::Stamp& stamp) {
+  if (wakes_) return wakes_->add(&word, &sleeping, stamp);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   wake_if_sleeping(word, sleeping);
 }
@@ -190,7 +190,7 @@ void ShmLink::recv_release() {
   if (read_from_) CORAL_TSAN_RELEASE(read_from_);
   read_from_ = 0;
   in_->tail.store(++in_tail_, std::memory_order_release);
-  bumped(in_->tail, in_->send_sleeping);
+  bumped(in_->tail, in_->send_sleeping, tail_stamp_);
 }
 
 Message ShmLink::post_peek(WaitMonitor& mon) {
@@ -233,7 +233,7 @@ bool ShmLink::post_waiting(Message* m) const {
 void ShmLink::post_release() {
   std::atomic<uint32_t>& acked = posts_.my_area->acked[post_watch_.owner];
   acked.store(++posts_read_, std::memory_order_release);
-  bumped(acked, posts_.peer_area->ack_sleeping);
+  bumped(acked, posts_.peer_area->ack_sleeping, ack_stamp_);
 }
 
 bool can_read_process(pid_t peer_pid, const void* remote_probe, uint64_t expect) {

@@ -19,7 +19,8 @@ ShmPosts::ShmPosts(std::vector<PostArea*> areas, int me, std::byte* board, size_
       wakes_(wakes),
       sets_(1),
       set_of_(kPostSlots, 0),
-      acked_seen_(areas_.size(), 0) {}
+      acked_seen_(areas_.size(), 0),
+      stamps_(kPostSlots * areas_.size(), 0) {}
 
 int ShmPosts::holding(uint32_t seq, const std::vector<int>& readers) {
   for (int l : readers) {
@@ -89,7 +90,8 @@ void ShmPosts::commit(size_t bytes, uint64_t tag, const int* peers, size_t npeer
   h.tag = tag;
   h.seq.store(seq, std::memory_order_release);
   posts_ = seq;
-  for (int l : sets_[set].locals) wakes_->add(&h.seq, &areas_[me_]->sleeping[l]);
+  Wakes::Stamp* stamps = &stamps_[post_slot(seq) * areas_.size()];
+  for (int l : sets_[set].locals) wakes_->add(&h.seq, &areas_[me_]->sleeping[l], stamps[l]);
 }
 
 }  // namespace coral::transport::shm

@@ -50,6 +50,7 @@ class ShmPosts : public Poster {
   uint32_t last_set_ = 0;
   std::vector<uint32_t> set_of_;     // per header: the set its post went to (sets_[0]: none)
   std::vector<uint32_t> acked_seen_;  // per local rank: its last acknowledgement read
+  std::vector<Wakes::Stamp> stamps_;  // per header and local rank: for wakes_
 };
 
 // Where post `seq` (from 1) of a poster lives.

@@ -7,6 +7,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "core/wait.h"
 
@@ -14,41 +15,34 @@ namespace coral::transport::shm {
 
 class Wakes {
  public:
-  // `word` was bumped; a side sleeping on it sets `sleeping`. A small open-addressed table keeps
-  // each pair once: a one-shot call adds 2(P-1) pairs, and a scan of the list per add cost more
-  // than the rest of the call's bookkeeping.
-  void add(std::atomic<uint32_t>* word, std::atomic<uint32_t>* sleeping) {
-    // Both pointers: a post adds one word with each reader's flag.
-    const uint64_t key = reinterpret_cast<uintptr_t>(word) ^ (reinterpret_cast<uintptr_t>(sleeping) << 7);
-    size_t i = key * 0x9e3779b97f4a7c15ull >> (64 - kBits);
-    for (; table_[i].word; i = (i + 1) & (kSize - 1))
-      if (table_[i].word == word && table_[i].sleeping == sleeping) return;
-    table_[i] = {word, sleeping};
-    used_[n_++] = static_cast<uint16_t>(i);
-    if (n_ == kMaxPending) flush();
+  // Where a bump site keeps the round it was last added in: each (word, sleeping) pair has one
+  // site, so a pair is listed once per round without searching the list (a one-shot call adds
+  // 2(P-1) pairs).
+  using Stamp = uint64_t;
+  // `word` was bumped; a side sleeping on it sets `sleeping`.
+  void add(std::atomic<uint32_t>* word, std::atomic<uint32_t>* sleeping, Stamp& stamp) {
+    if (stamp == round_) return;
+    stamp = round_;
+    pending_.push_back({word, sleeping});
+    if (pending_.size() >= kMaxPending) flush();
   }
   void flush() {
-    if (n_ == 0) return;
+    if (pending_.empty()) return;
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    for (size_t k = 0; k < n_; ++k) {
-      Pending& p = table_[used_[k]];
+    for (const Pending& p : pending_)
       if (p.sleeping->load(std::memory_order_seq_cst)) futex_wake_all(p.word);
-      p = {};
-    }
-    n_ = 0;
+    pending_.clear();
+    ++round_;
   }
 
  private:
-  static constexpr int kBits = 8;
-  static constexpr size_t kSize = size_t{1} << kBits;
-  static constexpr size_t kMaxPending = kSize / 2;  // keeps the table at most half full
+  static constexpr size_t kMaxPending = 128;
   struct Pending {
-    std::atomic<uint32_t>* word = nullptr;
-    std::atomic<uint32_t>* sleeping = nullptr;
+    std::atomic<uint32_t>* word;
+    std::atomic<uint32_t>* sleeping;
   };
-  Pending table_[kSize];
-  uint16_t used_[kMaxPending];
-  size_t n_ = 0;
+  std::vector<Pending> pending_;
+  Stamp round_ = 1;  // stamps start at 0: never listed
 };
 
 }  // namespace coral::transport::shm
