@@ -288,9 +288,34 @@ struct Runner {
     return len;
   }
 
+  // Host memory, planned: a run of posted receive-reduces (the one-shot's fold) in one loop,
+  // without a dispatch per step.
+  size_t fold(size_t i) {
+    if constexpr (!std::is_same_v<Mem, HostMem>) {
+      (void)i;
+      return 0;
+    } else {
+      const size_t len = plan ? plan->ops[i].fold : 0;
+      for (size_t k = i; k < i + len; ++k) {
+        const sched::Step& st = steps[k];
+        const size_t bytes = st.count * es;
+        transport::Link& l = *plan->ops[k].link;
+        const transport::Message m = l.post_peek(*x.monitor);
+        if (m.tag != x.tag || m.bytes != bytes) mismatch(st.peer, m, bytes, x.tag);
+        mem.fn(ptr(st.dst), m.data, ptr(st.src), st.count);
+        l.post_release();
+      }
+      return len;
+    }
+  }
+
   void run_all() {
     for (size_t i = 0; i < steps.size();) {
       if (size_t n = post(i)) {
+        i += n;
+        continue;
+      }
+      if (size_t n = fold(i)) {
         i += n;
         continue;
       }
@@ -318,6 +343,13 @@ Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& link
     if (st.peer >= 0) op.link = links[st.peer];
     if (st.peer_out >= 0) op.out = links[st.peer_out];
     if (op.link) op.post = Runner<HostMem>::poster_for(st, *op.link, st.count * es) != nullptr;
+  }
+  auto foldable = [&](size_t i) { return s.steps[i].kind == sched::OpKind::RecvReduce && p.ops[i].post; };
+  for (size_t i = 0; i < s.steps.size();) {
+    size_t j = i;
+    while (j < s.steps.size() && foldable(j)) ++j;
+    if (j > i) p.ops[i].fold = static_cast<uint32_t>(j - i);
+    i = std::max(j, i + 1);
   }
   for (size_t i = 0; i < s.steps.size();) {
     const size_t len = post_run(s.steps, i);

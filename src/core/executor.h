@@ -35,6 +35,7 @@ struct Plan {
     transport::Link* out = nullptr;   // its peer_out's, if any
     bool post = false;                // goes through the link's poster
     uint32_t run = 0;                 // the first of a run of posted sends of one buffer: its length
+    uint32_t fold = 0;                // the first of a run of posted receive-reduces: its length
     uint32_t peers_at = 0, npeers = 0;  // that run's post goes to post_peers[peers_at, +npeers)
   };
   const std::vector<transport::Link*>* links = nullptr;  // resolved against these
