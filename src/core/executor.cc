@@ -72,8 +72,8 @@ struct DeviceMem {
                          "counts or roots to '{}'", peer, m.bytes, bytes, ours));
 }
 
-// Where the runs of posted sends of one buffer begin (the one-shot all-reduce's), and their
-// length: the executor and compile() must agree on them.
+// The run of posted sends of one buffer (the one-shot all-reduce's) that begins at step i: its
+// length, 0 when none begins there.
 size_t post_run(const std::vector<sched::Step>& steps, size_t i) {
   const sched::Step& first = steps[i];
   if (first.kind != sched::OpKind::Send || !first.posted) return 0;
@@ -90,7 +90,7 @@ struct Runner {
   const size_t es;
   Mem mem;
   const std::vector<sched::Step>& steps;
-  const Plan* plan;  // resolved links and decisions, or nullptr to decide them here
+  const Plan& plan;  // each step's links and decisions
 
   std::byte* ptr(sched::Ref r) const {
     auto* base = r.buf == sched::Buf::Send   ? static_cast<std::byte*>(const_cast<void*>(x.send))
@@ -98,20 +98,9 @@ struct Runner {
                                              : static_cast<std::byte*>(x.scratch);
     return base + r.off * es;
   }
-  transport::Link& link(int peer) const { return *(*x.links)[peer]; }
-  transport::Link& peer_link(size_t i) const { return plan ? *plan->ops[i].link : link(steps[i].peer); }
-  transport::Link& out_link(size_t i) const { return plan ? *plan->ops[i].out : link(steps[i].peer_out); }
-
-  // A posted message travels as a post where the link's domain has a poster and the size fits;
-  // sender and receiver decide alike from the step, the link and the size.
-  static transport::Poster* poster_for(const sched::Step& st, transport::Link& l, size_t bytes) {
-    if (!st.posted) return nullptr;
-    transport::Poster* p = l.poster();
-    return p && bytes <= p->max_bytes() ? p : nullptr;
-  }
-  bool as_post(size_t i, size_t bytes) const {
-    return plan ? plan->ops[i].post : poster_for(steps[i], peer_link(i), bytes) != nullptr;
-  }
+  transport::Link& peer_link(size_t i) const { return *plan.ops[i].link; }
+  transport::Link& out_link(size_t i) const { return *plan.ops[i].out; }
+  bool as_post(size_t i) const { return plan.ops[i].post; }
 
   transport::Message receive(size_t i, size_t bytes, bool want_local = true, bool post = false) const {
     const int peer = steps[i].peer;
@@ -154,7 +143,7 @@ struct Runner {
         break;
       }
       case OpKind::Recv: {
-        const bool post = as_post(i, bytes);
+        const bool post = as_post(i);
         transport::Message m = receive(i, bytes, false, post);
         if (m.data) mem.from_slot(dst, m.data, bytes);
         else peer_link(i).recv_read(m, dst);
@@ -163,7 +152,7 @@ struct Runner {
         break;
       }
       case OpKind::RecvReduce: {
-        const bool post = as_post(i, bytes);
+        const bool post = as_post(i);
         transport::Message m = receive(i, bytes, true, post);
         mem.reduce(dst, nullptr, m.data, ptr(st.src), st.count, es);
         mem.fence();
@@ -237,7 +226,7 @@ struct Runner {
       const size_t bytes = first.count * es;
       bool post[MemOps::kMaxSources];
       for (size_t k = 0; k < n; ++k) {
-        post[k] = as_post(i + k, bytes);
+        post[k] = as_post(i + k);
         srcs[k + 1] = receive(i + k, bytes, true, post[k]).data;
       }
       mem.m.reduce_many(ptr(first.dst), srcs, static_cast<int>(n) + 1, first.count);
@@ -250,56 +239,35 @@ struct Runner {
   // A run of posted sends of one buffer (the one-shot all-reduce): published once for every
   // peer whose link has the poster; any others get ordinary sends. Returns the steps consumed.
   size_t post(size_t i) {
-    const size_t len = plan ? plan->ops[i].run : post_run(steps, i);
-    if (len == 0) return 0;
-    const size_t bytes = steps[i].count * es;
+    const Plan::Op& first = plan.ops[i];
+    if (first.run == 0) return 0;
     transport::Poster* poster = nullptr;
-    const int* peers;
-    size_t npeers = 0;
-    if (plan) {
-      for (size_t k = i; k < i + len; ++k) {
-        if (!plan->ops[k].post) run(k);  // an ordinary send; the order across peers does not matter
-        else if (!poster) poster = plan->ops[k].link->poster();
-      }
-      peers = plan->post_peers.data() + plan->ops[i].peers_at;
-      npeers = plan->ops[i].npeers;
-    } else {
-      thread_local std::vector<int> found;
-      found.clear();
-      for (size_t k = i; k < i + len; ++k) {
-        transport::Poster* p = poster_for(steps[k], peer_link(k), bytes);
-        if (!p) {
-          run(k);
-          continue;
-        }
-        if (poster && p != poster) fail(coralInternalError, "posted sends span two posters");
-        poster = p;
-        found.push_back(steps[k].peer);
-      }
-      peers = found.data();
-      npeers = found.size();
+    for (size_t k = i; k < i + first.run; ++k) {
+      if (!plan.ops[k].post) run(k);  // an ordinary send; the order across peers does not matter
+      else if (!poster) poster = plan.ops[k].link->poster();
     }
     if (poster) {
+      const size_t bytes = steps[i].count * es;
       std::byte* buf = poster->acquire(bytes, *x.monitor);
       mem.to_slot(buf, ptr(steps[i].src), bytes);
       mem.fence();
-      poster->commit(bytes, x.tag, peers, npeers);
+      poster->commit(bytes, x.tag, plan.post_peers.data() + first.peers_at, first.npeers);
     }
-    return len;
+    return first.run;
   }
 
-  // Host memory, planned: a run of posted receive-reduces (the one-shot's fold) in one loop,
-  // without a dispatch per step.
+  // Host memory: a run of posted receive-reduces (the one-shot's fold) in one loop, without a
+  // dispatch per step.
   size_t fold(size_t i) {
     if constexpr (!std::is_same_v<Mem, HostMem>) {
       (void)i;
       return 0;
     } else {
-      const size_t len = plan ? plan->ops[i].fold : 0;
+      const size_t len = plan.ops[i].fold;
       for (size_t k = i; k < i + len; ++k) {
         const sched::Step& st = steps[k];
         const size_t bytes = st.count * es;
-        transport::Link& l = *plan->ops[k].link;
+        transport::Link& l = *plan.ops[k].link;
         const transport::Message m = l.post_peek(*x.monitor);
         if (m.tag != x.tag || m.bytes != bytes) mismatch(st.peer, m, bytes, x.tag);
         mem.fn(ptr(st.dst), m.data, ptr(st.src), st.count);
@@ -342,7 +310,12 @@ Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& link
     Plan::Op& op = p.ops[i];
     if (st.peer >= 0) op.link = links[st.peer];
     if (st.peer_out >= 0) op.out = links[st.peer_out];
-    if (op.link) op.post = Runner<HostMem>::poster_for(st, *op.link, st.count * es) != nullptr;
+    // A posted message travels as a post where the link's domain has a poster and the size
+    // fits; sender and receiver decide alike from the step, the link and the size.
+    if (op.link && st.posted) {
+      transport::Poster* q = op.link->poster();
+      op.post = q && st.count * es <= q->max_bytes();
+    }
   }
   auto foldable = [&](size_t i) { return s.steps[i].kind == sched::OpKind::RecvReduce && p.ops[i].post; };
   for (size_t i = 0; i < s.steps.size();) {
@@ -376,12 +349,13 @@ Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& link
 
 void execute(const sched::Schedule& s, const ExecArgs& x) {
   const size_t es = kernels::dtype_size(x.dtype);
+  const bool planned = x.plan && x.plan->links == x.links && x.plan->es == es && x.plan->ops.size() == s.steps.size();
+  const Plan local = planned ? Plan{} : compile(s, *x.links, es);
+  const Plan& plan = planned ? *x.plan : local;
   if (x.mem) {
-    Runner<DeviceMem>{x, es, DeviceMem{*x.mem}, s.steps, nullptr}.run_all();
+    Runner<DeviceMem>{x, es, DeviceMem{*x.mem}, s.steps, plan}.run_all();
     return;
   }
-  const Plan* plan = x.plan && x.plan->links == x.links && x.plan->es == es && x.plan->ops.size() == s.steps.size()
-                         ? x.plan : nullptr;
   Runner<HostMem>{x, es, HostMem{x.dtype, kernels::active().reduce[x.dtype][x.op]}, s.steps, plan}.run_all();
 }
 
