@@ -1,5 +1,6 @@
 #include "bench/coral-bench/report.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <cstdio>
 #include <fstream>
@@ -69,14 +70,16 @@ void print_header(const Options& o, int nranks, const std::vector<std::string>& 
 
 void print_row(const Options& o, const Row& r) {
   if (o.csv) {
-    std::printf("%zu,%zu,%s,%s,%d,%.3f,%.4f,%.4f,%zu,%.3f,%.4f,%.4f,%zu,%s,%zu,%.1f\n", r.bytes, r.count,
+    std::printf("%zu,%zu,%s,%s,%d,%.3f,%.4f,%.4f,%zu,%.3f,%.4f,%.4f,%zu,%s,%zu,%s\n", r.bytes, r.count,
                 r.type.c_str(), r.op.c_str(), r.root, r.oop.time_us, r.oop.algbw, r.oop.busbw, r.oop.wrong,
-                r.ip.time_us, r.ip.algbw, r.ip.busbw, r.ip.wrong, r.algo.c_str(), r.chunk_bytes, r.bound_pct);
+                r.ip.time_us, r.ip.algbw, r.ip.busbw, r.ip.wrong, r.algo.c_str(), r.chunk_bytes,
+                r.bound_pct < 0 ? "" : fmt::format("{:.1f}", r.bound_pct).c_str());
   } else {
     std::printf("%12zu  %12zu  %8s  %6s  %6d", r.bytes, r.count, r.type.c_str(), r.op.c_str(), r.root);
     for (const Timing* t : {&r.oop, &r.ip})
       std::printf("  %7s  %6.2f  %6.2f  %5zu", time_str(t->time_us).c_str(), t->algbw, t->busbw, t->wrong);
-    std::printf("  %9s  %6s  %5.1f%%\n", r.algo.c_str(), human_bytes(r.chunk_bytes).c_str(), r.bound_pct);
+    std::printf("  %9s  %6s  %6s\n", r.algo.c_str(), human_bytes(r.chunk_bytes).c_str(),
+                r.bound_pct < 0 ? "n/a" : fmt::format("{:.1f}%", r.bound_pct).c_str());
   }
   std::fflush(stdout);
 }
@@ -105,7 +108,8 @@ void write_json(const Options& o, int nranks, const Bound& b, const std::vector<
     };
     j["results"].push_back({{"size", r.bytes}, {"count", r.count}, {"type", r.type}, {"redop", r.op},
                             {"root", r.root}, {"out_of_place", t(r.oop)}, {"in_place", t(r.ip)},
-                            {"algo", r.algo}, {"chunk_bytes", r.chunk_bytes}, {"bound_pct", r.bound_pct}});
+                            {"algo", r.algo}, {"chunk_bytes", r.chunk_bytes},
+                            {"bound_pct", r.bound_pct < 0 ? json(nullptr) : json(r.bound_pct)}});
   }
   j["out_of_bounds"] = total_wrong(rows);
   j["avg_busbw"] = avg_busbw(rows);

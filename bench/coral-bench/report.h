@@ -20,7 +20,7 @@ struct Row {
   Timing oop, ip;
   std::string algo;
   size_t chunk_bytes;
-  double bound_pct;  // busbw (out of place) / measured link bandwidth
+  double bound_pct;  // busbw (out of place) / measured link bandwidth; negative: none measured
 };
 
 struct Bound {

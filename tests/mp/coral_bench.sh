@@ -39,7 +39,14 @@ for t in allreduce reducescatter allgather broadcast reduce; do
     fail "--device -t $t: $out"
   echo "$out" | grep -q "Buffers: GPU" || fail "--device header: $out"
   echo "$out" | grep -q "Out of bounds values : 0 OK" || fail "--device -t $t results: $out"
+  # The bound is measured over host links: for device buffers there is none to compare with.
+  echo "$out" | awk '/^ +[0-9]/ && $NF != "n/a" {bad = 1} END {exit bad}' || fail "--device %bound is not n/a: $out"
 done
+CORAL_GPU_EMULATE=1 "$run" -n 2 --no-prefix "$bench" --device -b 8 -e 64 -n 1 -w 0 -J "$tmp/d.json" --csv > "$tmp/d.csv" ||
+  fail "--device json/csv run"
+python3 -c "import json; j=json.load(open('$tmp/d.json')); assert all(r['bound_pct'] is None for r in j['results']), j" ||
+  fail "--device JSON bound_pct is not null"
+awk -F, 'NR > 1 && $NF != "" {bad = 1} END {exit bad}' "$tmp/d.csv" || fail "--device CSV bound_pct is not empty: $(cat "$tmp/d.csv")"
 # Without a GPU (or the stand-in), --device says why and exits 2.
 out=$("$run" -n 1 --no-prefix "$bench" --device 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q -- "--device: no usable GPU" || fail "--device without a GPU: rc $rc: $out"

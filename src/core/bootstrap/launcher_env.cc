@@ -79,8 +79,8 @@ LaunchEnv read_launch_env() {
     break;
   }
   if (e.launcher.empty())
-    fail(coralInvalidUsage, "coralCommInitEnv: no launcher found (set CORAL_RANK/CORAL_SIZE, or run "
-                            "under coral-run, mpirun, srun or torchrun)");
+    fail(coralInvalidUsage, "no launcher found (set CORAL_RANK/CORAL_SIZE, or run under coral-run, mpirun, "
+                            "srun or torchrun)");  // the API's caller names the function
   if (env("CORAL_ROOT")) {
     e.root = env("CORAL_ROOT");
     if (env("CORAL_SECRET")) {
