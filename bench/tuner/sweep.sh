@@ -32,8 +32,9 @@ cc -O2 -o "$out.sw" bench/tuner/switch_floor.c && "$out.sw"
 cc -O2 -o "$out.fl" bench/tuner/oneshot_floor.c
 algos=(auto ring tree rhd rd oneshot twoshot hier)
 for p in $ranks; do
-  # Up to 64 KiB a call takes microseconds: ten times the iterations steady the medians.
-  for range in "8 8 $((iters * 10))" "16 64K $((iters * 10))" "256K 64M $iters"; do
+  # Up to 64 KiB a call takes microseconds: a hundred times the iterations steady the medians
+  # (at ten times, 8 B runs of a few milliseconds moved by 30% between reps).
+  for range in "8 8 $((iters * 100))" "16 64K $((iters * 100))" "256K 64M $iters"; do
     set -- $range
     for r in $(seq "$reps"); do
       # A different algorithm goes first each rep: the first run after a pause is often slower.

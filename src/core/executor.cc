@@ -266,12 +266,9 @@ struct Runner {
       const size_t len = plan.ops[i].fold;
       for (size_t k = i; k < i + len; ++k) {
         const sched::Step& st = steps[k];
-        const size_t bytes = st.count * es;
-        transport::Link& l = *plan.ops[k].link;
-        const transport::Message m = l.post_peek(*x.monitor);
-        if (m.tag != x.tag || m.bytes != bytes) mismatch(st.peer, m, bytes, x.tag);
+        const transport::Message m = receive(k, st.count * es, true, true);
         mem.fn(ptr(st.dst), m.data, ptr(st.src), st.count);
-        l.post_release();
+        release(k, true);
       }
       return len;
     }
