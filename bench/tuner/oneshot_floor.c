@@ -2,10 +2,12 @@
  * like coral-run --bind-to core (rank r on the r-th allowed CPU, round robin), each call writing
  * its two floats and a sequence number into its own slot of one shared mapping, then waiting for
  * every peer's in rank order (sched_yield while one is missing) and summing them. No library,
- * no checks, no tags. The sweep compares the ring against this to tell whether "3x faster than
+ * no checks, no tags. (Spinning instead while the awaited rank runs on the other CPU, Coral's
+ * yield rule, measured the same here.) The sweep compares the ring against this to tell whether "3x faster than
  * the ring" is within reach of any one-shot on this machine. (Only for tiny vectors: for KiBs
  * its plain loops are no floor; the library's one-shot beats it there.)
- * Usage: oneshot_floor P ITERS   (prints "oneshot-floor P=.. us=..", median of 5 runs) */
+ * Usage: oneshot_floor P ITERS [FLOATS]   (FLOATS up to 256, default 2; prints
+ * "oneshot-floor P=.. us=..", median of 5 runs) */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdatomic.h>
@@ -17,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kMaxRanks = 64, kFloats = 2, kRuns = 5 };
+enum { kMaxRanks = 64, kMaxFloats = 256, kRuns = 5 };
 
 struct slot {
   _Alignas(64) atomic_long seq;
-  float data[kFloats];
+  float data[kMaxFloats];
 };
 
 static double now_us(void) {
@@ -31,7 +33,7 @@ static double now_us(void) {
 }
 
 /* One run: P processes, ITERS timed calls after a warm-up; returns rank 0's us per call. */
-static double run(int p, int iters, int* cpus, int ncpu) {
+static double run(int p, int iters, int nf, int* cpus, int ncpu) {
   struct slot* s = mmap(NULL, sizeof(struct slot) * 2 * p, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   double* result = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (s == MAP_FAILED || result == MAP_FAILED) exit(1);
@@ -41,22 +43,23 @@ static double run(int p, int iters, int* cpus, int ncpu) {
     CPU_ZERO(&one);
     CPU_SET(cpus[r % ncpu], &one);
     sched_setaffinity(0, sizeof one, &one);
-    float acc[kFloats] = {0}, mine[kFloats] = {(float)r, 1.0f};
+    float acc[kMaxFloats] = {0}, mine[kMaxFloats];
+    for (int i = 0; i < nf; i++) mine[i] = i % 2 ? 1.0f : (float)r;
     const int warm = iters / 10 + 10;
     double t0 = 0;
     for (long k = 1; k <= warm + iters; k++) {
       if (k == warm + 1) t0 = now_us();
       struct slot* mine_slot = &s[(k & 1) * p + r];  /* a slot is reused two calls later, when all have read it */
-      memcpy(mine_slot->data, mine, sizeof mine);
+      memcpy(mine_slot->data, mine, nf * sizeof(float));
       atomic_store_explicit(&mine_slot->seq, k, memory_order_release);
       for (int q = 0; q < p; q++) {
         struct slot* in = &s[(k & 1) * p + q];
         while (atomic_load_explicit(&in->seq, memory_order_acquire) < k) sched_yield();
-        for (int i = 0; i < kFloats; i++) acc[i] = q ? acc[i] + in->data[i] : in->data[i];
+        for (int i = 0; i < nf; i++) acc[i] = q ? acc[i] + in->data[i] : in->data[i];
       }
     }
     if (r == 0) *result = (now_us() - t0) / iters;
-    _exit(acc[1] != (float)p);  /* every peer's 1.0 counted once */
+    _exit(nf > 1 && acc[1] != (float)p);  /* every peer's 1.0 counted once */
   }
   int st, bad = 0;
   while (wait(&st) > 0) bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
@@ -74,18 +77,18 @@ static int cmp(const void* a, const void* b) { return *(const double*)a < *(cons
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: oneshot_floor P ITERS\n");
+    fprintf(stderr, "usage: oneshot_floor P ITERS [FLOATS]\n");
     return 2;
   }
-  int p = atoi(argv[1]), iters = atoi(argv[2]);
-  if (p < 1 || p > kMaxRanks || iters < 1) return 2;
+  int p = atoi(argv[1]), iters = atoi(argv[2]), nf = argc > 3 ? atoi(argv[3]) : 2;
+  if (p < 1 || p > kMaxRanks || iters < 1 || nf < 1 || nf > kMaxFloats) return 2;
   cpu_set_t allowed;
   sched_getaffinity(0, sizeof allowed, &allowed);
   int cpus[CPU_SETSIZE], ncpu = 0;
   for (int c = 0; c < CPU_SETSIZE; c++)
     if (CPU_ISSET(c, &allowed)) cpus[ncpu++] = c;
   double t[kRuns];
-  for (int i = 0; i < kRuns; i++) t[i] = run(p, iters, cpus, ncpu);
+  for (int i = 0; i < kRuns; i++) t[i] = run(p, iters, nf, cpus, ncpu);
   qsort(t, kRuns, sizeof t[0], cmp);
   printf("oneshot-floor P=%d us=%.2f\n", p, t[kRuns / 2]);
   return 0;
