@@ -233,20 +233,16 @@ size_t Communicator::chunk_for(const sched::CollArgs& args, sched::Algo algo, si
 Communicator::Cached& Communicator::schedule_for(const sched::CollArgs& a, sched::Algo algo) {
   auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
                              static_cast<int>(a.op), a.root, static_cast<int>(algo), a.chunk);
-  // Training loops repeat one call; skip the map lookup for it.
-  if (last_ && key == last_key_) return *last_;
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     if (cache_.size() > 256) cache_.clear();
-    it = cache_.emplace(key, Cached{sched::build(a, algo), {}}).first;
+    it = cache_.emplace(key, Cached{sched::build(a, algo), a.chunk, {}}).first;
   }
-  last_key_ = key;
-  last_ = &it->second;
-  return *last_;
+  return it->second;
 }
 
 void Communicator::check_usable() const {
-  if (!unusable_.load(std::memory_order_acquire)) return;
+  if (failed_.load(std::memory_order_acquire) == coralSuccess) return;  // no lock on the hot path
   std::lock_guard<std::mutex> lock(state_mu_);
   if (failed_ != coralSuccess) fail(failed_, "communicator is unusable after an earlier failure: " + failure_);
 }
@@ -258,17 +254,17 @@ void Communicator::execute(Call& c, bool background, bool device) {
   a.nranks = nranks_;
   a.hosts = &host_index_;
   const size_t es = kernels::dtype_size(a.dtype);
-  // Training loops repeat one call: its algorithm and chunk are chosen once.
+  // Training loops repeat one call: its algorithm, chunk and schedule are looked up once.
   const size_t max_bytes = device ? gpu_->chunk_bytes : chunk_bytes();
-  const ChoiceKey ckey{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root, max_bytes};
-  if (!choice_ || ckey != choice_key_) {
-    choice_algo_ = choose(a);
-    choice_chunk_ = std::max<size_t>(1, chunk_for(a, choice_algo_, max_bytes) / es);
-    choice_key_ = ckey;
-    choice_ = true;
+  const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root, max_bytes};
+  if (!last_ || key != last_key_) {
+    const sched::Algo algo = choose(a);
+    a.chunk = std::max<size_t>(1, chunk_for(a, algo, max_bytes) / es);
+    last_ = &schedule_for(a, algo);
+    last_key_ = key;
   }
-  const sched::Algo algo = choice_algo_;
-  a.chunk = choice_chunk_;
+  Cached& cached = *last_;
+  a.chunk = cached.chunk;
   uint64_t salt;
   if (a.coll == sched::Coll::Send) salt = p2p_seq_send_[a.root]++;
   else if (a.coll == sched::Coll::Recv) salt = p2p_seq_recv_[a.root]++;
@@ -277,7 +273,6 @@ void Communicator::execute(Call& c, bool background, bool device) {
   sched::Coll tag_coll = a.coll == sched::Coll::Recv ? sched::Coll::Send : a.coll;
   bool p2p = a.coll == sched::Coll::Send || a.coll == sched::Coll::Recv;
   uint64_t tag = make_tag(tag_coll, p2p ? coralUint8 : a.dtype, p2p ? coralSum : a.op, salt);
-  Cached& cached = schedule_for(a, algo);
   const sched::Schedule& s = cached.schedule;
   if (!device && !cached.plan.links) cached.plan = compile(s, links_, es);
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
@@ -310,9 +305,8 @@ void Communicator::execute(Call& c, bool background, bool device) {
 void Communicator::record_failure(coralResult_t code, const std::string& msg) {
   abort(msg);
   std::lock_guard<std::mutex> lock(state_mu_);
-  failed_ = code;
   failure_ = msg;
-  unusable_.store(true, std::memory_order_release);
+  failed_ = code;
   last_error_ = msg;  // coralGetLastError names a failure that surfaced only asynchronously
 }
 
@@ -321,9 +315,8 @@ void Communicator::abort(const std::string& why) {
   if (gpu_ && gpu_->ipc) gpu_->ipc->abort(why);
   std::lock_guard<std::mutex> lock(state_mu_);
   if (failed_ == coralSuccess) {
-    failed_ = coralRemoteError;
     failure_ = why;
-    unusable_.store(true, std::memory_order_release);
+    failed_ = coralRemoteError;
   }
 }
 
@@ -345,7 +338,7 @@ void Communicator::set_last_error(const std::string& msg) {
 void Communicator::wait_idle() {
   if (outstanding_.load(std::memory_order_acquire) == 0) return;
   std::unique_lock<std::mutex> lock(queue_mu_);
-  queue_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  queue_cv_.wait(lock, [&] { return outstanding_ == 0; });
 }
 
 void Communicator::run(Call call) {
@@ -377,7 +370,6 @@ void Communicator::progress_loop() {
       if (queue_.empty()) return;  // stopping, and nothing left to run
       req = queue_.front();
       queue_.pop_front();
-      busy_ = true;
       if (req->ready) scope.emplace(&gpu_->flag);
     }
     coralResult_t rc = coralSuccess;
@@ -402,7 +394,6 @@ void Communicator::progress_loop() {
     req->cv.notify_all();
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
-      busy_ = false;
       outstanding_.fetch_sub(1, std::memory_order_release);
     }
     queue_cv_.notify_all();

@@ -133,24 +133,23 @@ class Communicator {
   using CacheKey = std::tuple<int, size_t, int, int, int, int, size_t>;
   struct Cached {
     sched::Schedule schedule;
-    Plan plan;  // against links_, made at the first host call
+    size_t chunk;  // elements, as the schedule was built with
+    Plan plan;     // against links_, made at the first host call
   };
   std::map<CacheKey, Cached> cache_;
-  CacheKey last_key_;
+  // The last call's shape and its chunk limit, and what it was given: a cache_ entry
+  // (schedule_for() only clears cache_ on a miss, which sets last_ again).
+  using CallKey = std::tuple<int, size_t, int, int, int, size_t>;
+  CallKey last_key_;
   Cached* last_ = nullptr;
-  using ChoiceKey = std::tuple<int, size_t, int, int, int, size_t>;  // the call's, and its chunk limit
-  ChoiceKey choice_key_;
-  bool choice_ = false;
-  sched::Algo choice_algo_{};
-  size_t choice_chunk_ = 0;
   std::vector<std::byte> scratch_;
   size_t chunk_override_ = 0;  // CORAL_CHUNK_BYTES
   int spin_ = 0;
   int pause_polls_ = 0;
 
   mutable std::mutex state_mu_;
-  coralResult_t failed_ = coralSuccess;
-  std::atomic<bool> unusable_{false};  // failed_ is set: lets check_usable() skip the lock
+  // Written under state_mu_, after failure_; atomic so that check_usable() need not lock.
+  std::atomic<coralResult_t> failed_{coralSuccess};
   std::string failure_;
   std::string last_error_;
 
@@ -158,10 +157,9 @@ class Communicator {
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::deque<std::shared_ptr<Request>> queue_;
-  bool busy_ = false;
   bool stopping_ = false;
-  // Queued or running requests: wait_idle() takes no lock when there are none. Changed under
-  // queue_mu_; the decrement follows the request's end, so seeing 0 sees its effects.
+  // Queued or running requests. Changed under queue_mu_; wait_idle() reads it without the lock
+  // first, and the decrement follows the request's end, so seeing 0 sees its effects.
   std::atomic<uint64_t> outstanding_{0};
   std::thread progress_;
 };

@@ -27,7 +27,7 @@ class MemOps {
 };
 
 // A schedule resolved once against the links it runs on: each step's links, whether a posted
-// step goes as a post, and where the runs of posted sends begin. An 8-byte one-shot at P=8 spent
+// step goes as a post, and where the runs of posted sends and posted receive-reduces begin. An 8-byte one-shot at P=8 spent
 // a visible share of each call re-deciding these (two virtual calls and a size check per step).
 struct Plan {
   struct Op {

@@ -57,28 +57,16 @@ std::byte* ShmPosts::acquire(size_t bytes, WaitMonitor& mon) {
 }
 
 uint32_t ShmPosts::readers_for(const int* peers, size_t npeers) {
-  auto same = [&](const Readers& r) { return r.peers.size() == npeers && std::equal(r.peers.begin(), r.peers.end(), peers); };
-  if (same(sets_[last_set_])) return last_set_;
   for (uint32_t i = 1; i < sets_.size(); ++i)
-    if (same(sets_[i])) return last_set_ = i;
+    if (sets_[i].peers.size() == npeers && std::equal(sets_[i].peers.begin(), sets_[i].peers.end(), peers)) return i;
   Readers r{std::vector<int>(peers, peers + npeers), {}};
   for (int g : r.peers) {
     const int l = g >= 0 && static_cast<size_t>(g) < local_of_.size() ? local_of_[g] : -1;
     if (l < 0 || l == me_) fail(coralInternalError, "post to rank " + std::to_string(g) + ", not a local peer");
     r.locals.push_back(l);
   }
-  // Sets no header names any more are dropped once there are many (calls with ever new peers).
-  if (sets_.size() > 64) {
-    for (uint32_t i = 1; i < sets_.size(); ++i)
-      if (std::find(set_of_.begin(), set_of_.end(), i) == set_of_.end()) sets_[i] = {};
-  }
-  for (uint32_t i = 1; i < sets_.size(); ++i)
-    if (sets_[i].peers.empty() && std::find(set_of_.begin(), set_of_.end(), i) == set_of_.end()) {
-      sets_[i] = std::move(r);
-      return last_set_ = i;
-    }
   sets_.push_back(std::move(r));
-  return last_set_ = static_cast<uint32_t>(sets_.size() - 1);
+  return static_cast<uint32_t>(sets_.size() - 1);
 }
 
 void ShmPosts::commit(size_t bytes, uint64_t tag, const int* peers, size_t npeers) {

@@ -31,7 +31,8 @@ class ShmPosts : public Poster {
   int holding(uint32_t seq, const std::vector<int>& readers);
 
   // The readers of a post: a one-shot call posts to the same peers every time, so each set is
-  // checked and translated once, and a header names its set.
+  // checked and translated once, and a header names its set. The sets are the peer lists of
+  // the executor's plans, which a communicator's local peers fix: a handful at most, kept.
   struct Readers {
     std::vector<int> peers;   // global ranks, as commit() was given them
     std::vector<int> locals;  // their local indices
@@ -46,9 +47,8 @@ class ShmPosts : public Poster {
   std::vector<int> local_of_;
   Wakes* wakes_;
   uint32_t posts_ = 0;
-  std::vector<Readers> sets_;
-  uint32_t last_set_ = 0;
-  std::vector<uint32_t> set_of_;     // per header: the set its post went to (sets_[0]: none)
+  std::vector<Readers> sets_;     // sets_[0]: no readers (headers not yet used)
+  std::vector<uint32_t> set_of_;  // per header: the set its post went to
   std::vector<uint32_t> acked_seen_;  // per local rank: its last acknowledgement read
   std::vector<Wakes::Stamp> stamps_;  // per header and local rank: for wakes_
 };

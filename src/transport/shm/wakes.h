@@ -36,7 +36,7 @@ class Wakes {
   }
 
  private:
-  static constexpr size_t kMaxPending = 128;
+  static constexpr size_t kMaxPending = 128;  // a long operation checks its wakes at least this often
   struct Pending {
     std::atomic<uint32_t>* word;
     std::atomic<uint32_t>* sleeping;
