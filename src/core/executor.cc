@@ -92,12 +92,13 @@ struct Runner {
   const std::vector<sched::Step>& steps;
   const Plan& plan;  // each step's links and decisions
 
-  std::byte* ptr(sched::Ref r) const {
-    auto* base = r.buf == sched::Buf::Send   ? static_cast<std::byte*>(const_cast<void*>(x.send))
-                 : r.buf == sched::Buf::Recv ? static_cast<std::byte*>(x.recv)
-                                             : static_cast<std::byte*>(x.scratch);
-    return base + r.off * es;
-  }
+  // By sched::Buf: a table, not a chain of branches (two lookups per step of a tiny call).
+  std::byte* const base[4] = {nullptr, static_cast<std::byte*>(const_cast<void*>(x.send)),
+                              static_cast<std::byte*>(x.recv), static_cast<std::byte*>(x.scratch)};
+  static_assert(static_cast<int>(sched::Buf::Send) == 1 && static_cast<int>(sched::Buf::Recv) == 2 &&
+                static_cast<int>(sched::Buf::Scratch) == 3);
+
+  std::byte* ptr(sched::Ref r) const { return base[static_cast<int>(r.buf)] + r.off * es; }
   transport::Link& peer_link(size_t i) const { return *plan.ops[i].link; }
   transport::Link& out_link(size_t i) const { return *plan.ops[i].out; }
   bool as_post(size_t i) const { return plan.ops[i].post; }
@@ -241,17 +242,15 @@ struct Runner {
   size_t post(size_t i) {
     const Plan::Op& first = plan.ops[i];
     if (first.run == 0) return 0;
-    transport::Poster* poster = nullptr;
-    for (size_t k = i; k < i + first.run; ++k) {
-      if (!plan.ops[k].post) run(k);  // an ordinary send; the order across peers does not matter
-      else if (!poster) poster = plan.ops[k].link->poster();
-    }
-    if (poster) {
+    if (first.npeers < first.run)
+      for (size_t k = i; k < i + first.run; ++k)
+        if (!plan.ops[k].post) run(k);  // an ordinary send; the order across peers does not matter
+    if (transport::Poster* poster = first.poster) {
       const size_t bytes = steps[i].count * es;
       std::byte* buf = poster->acquire(bytes, *x.monitor);
       mem.to_slot(buf, ptr(steps[i].src), bytes);
       mem.fence();
-      poster->commit(bytes, x.tag, plan.post_peers.data() + first.peers_at, first.npeers);
+      poster->commit(bytes, x.tag, first.readers);
     }
     return first.run;
   }
@@ -329,16 +328,18 @@ Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& link
     }
     Plan::Op& op = p.ops[i];
     op.run = static_cast<uint32_t>(len);
-    op.peers_at = static_cast<uint32_t>(p.post_peers.size());
+    std::vector<int> peers;
     transport::Poster* poster = nullptr;
     for (size_t k = i; k < i + len; ++k) {
       if (!p.ops[k].post) continue;
       transport::Poster* q = p.ops[k].link->poster();
       if (poster && q != poster) fail(coralInternalError, "posted sends span two posters");
       poster = q;
-      p.post_peers.push_back(s.steps[k].peer);
+      peers.push_back(s.steps[k].peer);
     }
-    op.npeers = static_cast<uint32_t>(p.post_peers.size() - op.peers_at);
+    op.npeers = static_cast<uint32_t>(peers.size());
+    op.poster = poster;
+    if (poster) op.readers = poster->readers(peers.data(), peers.size());
     i += len;
   }
   return p;

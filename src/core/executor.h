@@ -36,12 +36,13 @@ struct Plan {
     bool post = false;                // goes through the link's poster
     uint32_t run = 0;                 // the first of a run of posted sends of one buffer: its length
     uint32_t fold = 0;                // the first of a run of posted receive-reduces: its length
-    uint32_t peers_at = 0, npeers = 0;  // that run's post goes to post_peers[peers_at, +npeers)
+    uint32_t npeers = 0;   // that run's steps that post: through `poster`, to its readers `readers`
+    uint32_t readers = 0;
+    transport::Poster* poster = nullptr;  // null: no step of the run posts
   };
   const std::vector<transport::Link*>* links = nullptr;  // resolved against these
   size_t es = 0;
   std::vector<Op> ops;  // by step
-  std::vector<int> post_peers;
 };
 
 Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& links, size_t es);

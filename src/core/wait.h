@@ -44,8 +44,9 @@ class WaitMonitor {
   long sleep_slice_ns = 20 * 1000 * 1000;  // shorter when network transports need polling
 };
 
-// Waits until ready() holds. word is the futex the other side bumps; sleeping is set while this
-// side may sleep, so the other side knows to wake it (both accesses seq_cst: Dekker-style).
+// Waits until ready() holds. word is the futex the other side bumps; sleeping counts the sides
+// that may sleep on it, so the other side knows to wake them (both accesses seq_cst:
+// Dekker-style). A count, not a flag: several ranks may share one (a poster's readers).
 template <class Ready>
 void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word,
                 std::atomic<uint32_t>& sleeping, Ready ready) {
@@ -58,13 +59,13 @@ void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word,
   }
   while (true) {
     uint32_t seen = word.load(std::memory_order_seq_cst);
-    sleeping.store(1, std::memory_order_seq_cst);
+    sleeping.fetch_add(1, std::memory_order_seq_cst);
     if (ready()) {
-      sleeping.store(0, std::memory_order_relaxed);
+      sleeping.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
     futex_wait(&word, seen, mon.sleep_slice_ns);
-    sleeping.store(0, std::memory_order_relaxed);
+    sleeping.fetch_sub(1, std::memory_order_relaxed);
     if (ready()) return;
     mon.poll_others(nullptr);
     mon.check(peer);

@@ -31,8 +31,12 @@ class Poster {
   virtual size_t max_bytes() const = 0;
   // A buffer for the next post; blocks until the readers of the post that last used it are done.
   virtual std::byte* acquire(size_t bytes, WaitMonitor& mon) = 0;
-  // Publishes the filled buffer to `peers` (global ranks, all on this poster's domain).
-  virtual void commit(size_t bytes, uint64_t tag, const int* peers, size_t npeers) = 0;
+  // The readers `peers` (global ranks, all on this poster's domain, not this rank) checked and
+  // translated once, as an id for commit(); ids stay valid for the poster's life. Posts go to a
+  // few fixed sets (a plan's), so translating them per post would be wasted work.
+  virtual uint32_t readers(const int* peers, size_t npeers) = 0;
+  // Publishes the filled buffer to the readers an id from readers() names.
+  virtual void commit(size_t bytes, uint64_t tag, uint32_t readers) = 0;
 };
 
 class Link {

@@ -131,7 +131,7 @@ struct PostNode {
   void post(size_t bytes, uint64_t tag) {
     posts.acquire(bytes, mon);
     const int peers[] = {1, 2};
-    posts.commit(bytes, tag, peers, 2);
+    posts.commit(bytes, tag, posts.readers(peers, 2));
   }
 };
 
@@ -143,7 +143,7 @@ TEST_CASE("a post's header comes back only once every reader acknowledged it", "
   CHECK(n.posts.acquire(49, n.mon) == n.board.data() + 1 * 1024);
   CHECK_THROWS(n.posts.acquire(1025, n.mon));
   const int self[] = {0};
-  CHECK_THROWS(n.posts.commit(8, 1, self, 1));
+  CHECK_THROWS(n.posts.readers(self, 1));
   for (uint32_t s = 1; s <= slots; ++s) {
     CHECK(n.posts.next_free());
     n.post(s % 2 ? 8 : 512, 100 + s);
@@ -173,7 +173,7 @@ TEST_CASE("a post's readers are the peers that post named, whatever earlier post
   for (uint32_t s = 1; s <= slots; ++s) {
     n.posts.acquire(8, n.mon);
     const int* peers = s % 3 == 1 ? both : s % 3 == 2 ? second : first;
-    n.posts.commit(8, s, peers, s % 3 == 1 ? 2 : 1);
+    n.posts.commit(8, s, n.posts.readers(peers, s % 3 == 1 ? 2 : 1));
   }
   // Post 1 went to both: reader 2 alone does not free its header.
   n.areas[2].acked[0] = 1;
@@ -186,14 +186,16 @@ TEST_CASE("a post's readers are the peers that post named, whatever earlier post
   n.areas[2].acked[0] = 2;
   CHECK(n.posts.next_free());
   n.posts.acquire(8, n.mon);
-  n.posts.commit(8, 101, second, 1);
+  n.posts.commit(8, 101, n.posts.readers(second, 1));
   // Post 3 went to reader 1 only.
   CHECK_FALSE(n.posts.next_free());
   n.areas[1].acked[0] = 3;
   CHECK(n.posts.next_free());
   const int self[] = {0, 1};
-  CHECK_THROWS(n.posts.commit(8, 1, self, 2));  // a set with this rank in it is refused, new or not
-  CHECK_THROWS(n.posts.commit(8, 1, self, 2));
+  CHECK_THROWS(n.posts.readers(self, 2));  // a set with this rank in it is refused, new or not
+  CHECK_THROWS(n.posts.readers(self, 2));
+  CHECK_THROWS(n.posts.commit(8, 1, 0));    // and so is a set never made
+  CHECK_THROWS(n.posts.commit(8, 1, 99));
 }
 
 TEST_CASE("deferred wakes reach a sleeper however many other counters were bumped", "[shm][wakes]") {
@@ -230,6 +232,50 @@ TEST_CASE("deferred wakes reach a sleeper however many other counters were bumpe
   w.flush();  // nothing left: a second flush wakes no one and does not fail
 }
 
+// A poster's readers share one sleeper count (PostArea::sleeping): with a flag, the first
+// sleeper to wake would clear it under the second, whose later wakes would then be skipped.
+TEST_CASE("readers asleep on one header are all counted and all woken", "[shm][wakes]") {
+  shm::PostArea area{};
+  std::atomic<uint32_t>& word = area.ring[1].seq;
+  struct Sleepy : coral::WaitMonitor {
+    Sleepy() {
+      spin = 0;                                      // straight to the futex
+      sleep_slice_ns = 30L * 1000 * 1000 * 1000;     // a lost wake shows as a 30 s wait
+    }
+    void check(int) override {}
+  };
+  auto reader = [&](uint32_t want, std::atomic<bool>* done) {
+    return std::thread([&word, &area, want, done] {
+      Sleepy mon;
+      coral::wait_until(mon, 0, word, area.sleeping, [&] { return word.load() >= want; });
+      *done = true;
+    });
+  };
+  auto until = [](auto cond) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!cond() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return cond();
+  };
+  shm::Wakes wakes;
+  std::vector<shm::Wakes::Stamp> stamps(2, 0);
+  std::atomic<bool> a{false}, b{false};
+  std::thread ta = reader(1, &a), tb = reader(2, &b);
+  REQUIRE(until([&] { return area.sleeping.load() == 2; }));
+  word = 1;  // wakes both; only the first is done
+  wakes.add(&word, &area.sleeping, stamps[0]);
+  wakes.flush();
+  CHECK(until([&] { return a.load(); }));
+  ta.join();
+  CHECK(until([&] { return area.sleeping.load() == 1; }));  // the second went back to sleep, counted
+  word = 2;
+  wakes.add(&word, &area.sleeping, stamps[1]);
+  wakes.flush();
+  CHECK(until([&] { return b.load(); }));  // not after the 30 s slice
+  tb.join();
+  CHECK(area.sleeping.load() == 0);
+}
+
 TEST_CASE("a vector posted once reaches every local peer in place", "[shm][post]") {
   const int kPosts = static_cast<int>(shm::kPostSlots);
   std::atomic<bool> checked{false};
@@ -245,7 +291,7 @@ TEST_CASE("a vector posted once reaches every local peer in place", "[shm][post]
       auto post = [&](int i) {
         const size_t bytes = i % 2 ? 4096 : 12;  // on the board, then inline
         std::memset(p->acquire(bytes, mon), 'a' + i, bytes);
-        p->commit(bytes, 100 + i, peers, 2);
+        p->commit(bytes, 100 + i, p->readers(peers, 2));
       };
       for (int i = 0; i < kPosts; ++i) post(i);
       ensure(!posts->next_free(), "a header still unread was handed out");

@@ -209,7 +209,7 @@ bool ShmLink::wait_post(WaitMonitor& mon, uint32_t want, Message* other) {
   PostHeader& h = posts_.peer_area->ring[post_slot(want)];
   unsigned polls = 0;
   auto fifo = [&](Message* o) { return fifo_waiting(o); };
-  await(mon, post_watch_, want, h.seq, posts_.peer_area->sleeping[me_l_], [&] {
+  await(mon, post_watch_, want, h.seq, posts_.peer_area->sleeping, [&] {
     return h.seq.load(std::memory_order_acquire) == want || stray(mon, polls, fifo, other);
   });
   return h.seq.load(std::memory_order_acquire) == want;
@@ -232,8 +232,7 @@ bool ShmLink::post_waiting(Message* m) const {
 
 void ShmLink::post_release() {
   std::atomic<uint32_t>& acked = posts_.my_area->acked[post_watch_.owner];
-  acked.store(++posts_read_, std::memory_order_release);
-  bumped(acked, posts_.peer_area->ack_sleeping, ack_stamp_);
+  acked.store(++posts_read_, std::memory_order_release);  // no wake: see PostArea
 }
 
 bool can_read_process(pid_t peer_pid, const void* remote_probe, uint64_t expect) {

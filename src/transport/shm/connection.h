@@ -87,7 +87,7 @@ class ShmLink : public Link {
   PostLinks posts_;
   uint32_t posts_read_ = 0;  // of the peer's posts
   Wakes* wakes_;
-  Wakes::Stamp head_stamp_ = 0, tail_stamp_ = 0, ack_stamp_ = 0;  // out_->head, in_->tail, our acks
+  Wakes::Stamp head_stamp_ = 0, tail_stamp_ = 0;  // out_->head, in_->tail
   uint32_t out_head_ = 0;       // only this side writes out_->head
   uint32_t out_tail_seen_ = 0;  // last tail read: released() re-reads it only when it does not tell
   uint32_t in_tail_ = 0;        // only this side writes in_->tail

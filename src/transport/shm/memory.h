@@ -53,14 +53,15 @@ struct alignas(64) PostHeader {
 };
 static_assert(sizeof(PostHeader) == 64);
 
-// Lines by writer: the poster writes headers; a reader l writes sleeping[l] (rarely) and, in its
-// own area, acked[] (once per post read, a line that stays in its cache); the poster writes
-// ack_sleeping (rarely), which every reader checks after each ack.
+// Lines by writer: the poster writes headers; readers count themselves in sleeping (rarely), and
+// a reader writes acked[] in its own area (once per post read, a line that stays in its cache).
+// Nobody wakes a poster waiting for an ack: that wait sleeps in short slices (see acquire()), so
+// that a reader's ack is a plain store with no wake check behind it.
 struct PostArea {
   PostHeader ring[kPostSlots];
-  alignas(64) std::atomic<uint32_t> sleeping[kMaxPostRanks];  // reader l sleeps on a header
-  alignas(64) std::atomic<uint32_t> acked[kMaxPostRanks];     // as a reader: posts of rank l released
-  alignas(64) std::atomic<uint32_t> ack_sleeping;            // the poster sleeps on a reader's acked
+  alignas(64) std::atomic<uint32_t> sleeping;              // readers asleep on a header of ours
+  alignas(64) std::atomic<uint32_t> acked[kMaxPostRanks];  // as a reader: posts of rank l released
+  alignas(64) std::atomic<uint32_t> ack_sleeping;          // the poster asleep on an ack (no one reads it)
 };
 
 struct Geometry {

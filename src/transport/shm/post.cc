@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "transport/shm/presence.h"
@@ -20,7 +21,7 @@ ShmPosts::ShmPosts(std::vector<PostArea*> areas, int me, std::byte* board, size_
       sets_(1),
       set_of_(kPostSlots, 0),
       acked_seen_(areas_.size(), 0),
-      stamps_(kPostSlots * areas_.size(), 0) {}
+      stamps_(kPostSlots, 0) {}
 
 int ShmPosts::holding(uint32_t seq, const std::vector<int>& readers) {
   for (int l : readers) {
@@ -50,15 +51,23 @@ std::byte* ShmPosts::acquire(size_t bytes, WaitMonitor& mon) {
     for (size_t g = 0; g < local_of_.size(); ++g)
       if (local_of_[g] == l) peer = static_cast<int>(g);
     wakes_->flush();  // the reader may sleep on one of our posts
+    // No reader wakes us (see PostArea): sleep a millisecond at a time.
+    const long slice = std::exchange(mon.sleep_slice_ns, std::min(mon.sleep_slice_ns, kAckSliceNs));
+    struct Restore {
+      WaitMonitor& m;
+      long slice;
+      ~Restore() { m.sleep_slice_ns = slice; }
+    } restore{mon, slice};
     wait_until(mon, peer, word, areas_[me_]->ack_sleeping, [&] { return reached(word.load(std::memory_order_acquire), prev); });
   }
   PostHeader& h = areas_[me_]->ring[slot];
   return bytes <= kInlineBytes ? h.inline_data : board_ + static_cast<size_t>(slot) * board_bytes_;
 }
 
-uint32_t ShmPosts::readers_for(const int* peers, size_t npeers) {
+uint32_t ShmPosts::readers(const int* peers, size_t npeers) {
   for (uint32_t i = 1; i < sets_.size(); ++i)
-    if (sets_[i].peers.size() == npeers && std::equal(sets_[i].peers.begin(), sets_[i].peers.end(), peers)) return i;
+    if (sets_[i].peers.size() == npeers && std::equal(sets_[i].peers.begin(), sets_[i].peers.end(), peers))
+      return i;
   Readers r{std::vector<int>(peers, peers + npeers), {}};
   for (int g : r.peers) {
     const int l = g >= 0 && static_cast<size_t>(g) < local_of_.size() ? local_of_[g] : -1;
@@ -69,8 +78,8 @@ uint32_t ShmPosts::readers_for(const int* peers, size_t npeers) {
   return static_cast<uint32_t>(sets_.size() - 1);
 }
 
-void ShmPosts::commit(size_t bytes, uint64_t tag, const int* peers, size_t npeers) {
-  const uint32_t set = readers_for(peers, npeers);
+void ShmPosts::commit(size_t bytes, uint64_t tag, uint32_t set) {
+  if (set == 0 || set >= sets_.size()) fail(coralInternalError, "post to an unknown set of readers");
   const uint32_t seq = posts_ + 1;
   set_of_[post_slot(seq)] = set;
   PostHeader& h = areas_[me_]->ring[post_slot(seq)];
@@ -78,8 +87,7 @@ void ShmPosts::commit(size_t bytes, uint64_t tag, const int* peers, size_t npeer
   h.tag = tag;
   h.seq.store(seq, std::memory_order_release);
   posts_ = seq;
-  Wakes::Stamp* stamps = &stamps_[post_slot(seq) * areas_.size()];
-  for (int l : sets_[set].locals) wakes_->add(&h.seq, &areas_[me_]->sleeping[l], stamps[l]);
+  wakes_->add(&h.seq, &areas_[me_]->sleeping, stamps_[post_slot(seq)]);
 }
 
 }  // namespace coral::transport::shm

@@ -22,7 +22,8 @@ class ShmPosts : public Poster {
            Wakes* wakes);
   size_t max_bytes() const override { return board_bytes_; }
   std::byte* acquire(size_t bytes, WaitMonitor& mon) override;
-  void commit(size_t bytes, uint64_t tag, const int* peers, size_t npeers) override;
+  uint32_t readers(const int* peers, size_t npeers) override;
+  void commit(size_t bytes, uint64_t tag, uint32_t readers) override;
   // Whether every reader of the post that last used the next post's header released it.
   bool next_free();
 
@@ -30,15 +31,13 @@ class ShmPosts : public Poster {
   // The first reader (local index) that has not released post `seq` of ours, or -1.
   int holding(uint32_t seq, const std::vector<int>& readers);
 
-  // The readers of a post: a one-shot call posts to the same peers every time, so each set is
-  // checked and translated once, and a header names its set. The sets are the peer lists of
-  // the executor's plans, which a communicator's local peers fix: a handful at most, kept.
+  // A set of readers, by id (readers()); a header names the set its post went to. The sets
+  // are the peer lists of the executor's plans, which a communicator's local peers fix: a
+  // handful at most, kept.
   struct Readers {
-    std::vector<int> peers;   // global ranks, as commit() was given them
+    std::vector<int> peers;   // global ranks, as readers() was given them
     std::vector<int> locals;  // their local indices
   };
-  // The set for `peers`, made (and checked) if new.
-  uint32_t readers_for(const int* peers, size_t npeers);
 
   std::vector<PostArea*> areas_;
   int me_;
@@ -50,7 +49,8 @@ class ShmPosts : public Poster {
   std::vector<Readers> sets_;     // sets_[0]: no readers (headers not yet used)
   std::vector<uint32_t> set_of_;  // per header: the set its post went to
   std::vector<uint32_t> acked_seen_;  // per local rank: its last acknowledgement read
-  std::vector<Wakes::Stamp> stamps_;  // per header and local rank: for wakes_
+  std::vector<Wakes::Stamp> stamps_;  // per header: for wakes_
+  static constexpr long kAckSliceNs = 1000 * 1000;
 };
 
 // Where post `seq` (from 1) of a poster lives.
