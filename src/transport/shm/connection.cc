@@ -193,26 +193,31 @@ void ShmLink::recv_release() {
   bumped(in_->tail, in_->send_sleeping, tail_stamp_);
 }
 
-Message ShmLink::post_peek(WaitMonitor& mon) {
-  const uint32_t want = posts_read_ + 1, slot = post_slot(want);
+Message ShmLink::post_message(uint32_t slot) const {
   const PostHeader& h = posts_.peer_area->ring[slot];
-  // The wait is out of line: in a one-shot call most posts are already there.
-  if (h.seq.load(std::memory_order_acquire) != want) {
-    Message other{};
-    if (!wait_post(mon, want, &other)) return other;  // the caller reports the mismatch
-  }
   const std::byte* data = h.bytes <= kInlineBytes ? h.inline_data : posts_.peer_board + static_cast<size_t>(slot) * posts_.board_bytes;
   return Message{data, h.bytes, h.tag};
 }
 
-bool ShmLink::wait_post(WaitMonitor& mon, uint32_t want, Message* other) {
+// The wait is out of line, and the fast path is a leaf: in a one-shot call most posts are
+// already there, and with the wait inlined each peek paid for saving the registers it needs.
+Message ShmLink::post_peek(WaitMonitor& mon) {
+  const uint32_t want = posts_read_ + 1, slot = post_slot(want);
+  if (posts_.peer_area->ring[slot].seq.load(std::memory_order_acquire) != want) [[unlikely]]
+    return wait_post(mon, want);
+  return post_message(slot);
+}
+
+Message ShmLink::wait_post(WaitMonitor& mon, uint32_t want) {
   PostHeader& h = posts_.peer_area->ring[post_slot(want)];
   unsigned polls = 0;
+  Message other{};
   auto fifo = [&](Message* o) { return fifo_waiting(o); };
   await(mon, post_watch_, want, h.seq, posts_.peer_area->sleeping, [&] {
-    return h.seq.load(std::memory_order_acquire) == want || stray(mon, polls, fifo, other);
+    return h.seq.load(std::memory_order_acquire) == want || stray(mon, polls, fifo, &other);
   });
-  return h.seq.load(std::memory_order_acquire) == want;
+  if (h.seq.load(std::memory_order_acquire) != want) return other;  // the caller reports the mismatch
+  return post_message(post_slot(want));
 }
 
 bool ShmLink::fifo_waiting(Message* m) const {

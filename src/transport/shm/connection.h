@@ -57,9 +57,11 @@ class ShmLink : public Link {
   void await(WaitMonitor& mon, Watch watch, uint32_t target, std::atomic<uint32_t>& word,
              std::atomic<uint32_t>& sleeping, Ready ready);
   void publish(uint32_t bytes_and_flags, uint64_t tag);
-  // Waits for the peer's post `want`; false (and *other set) when a message of another operation
-  // came on the FIFO instead.
-  bool wait_post(WaitMonitor& mon, uint32_t want, Message* other);
+  // Waits for the peer's post `want` and returns it; or, when a message of another operation came
+  // on the FIFO instead, that message.
+  [[gnu::noinline]] Message wait_post(WaitMonitor& mon, uint32_t want);
+  // The peer's post in header `slot`, which has come.
+  Message post_message(uint32_t slot) const;
   // The peer's next message on the other channel (FIFO or posts), if any: its size and tag.
   bool fifo_waiting(Message* m) const;
   bool post_waiting(Message* m) const;

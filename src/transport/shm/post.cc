@@ -20,21 +20,24 @@ ShmPosts::ShmPosts(std::vector<PostArea*> areas, int me, std::byte* board, size_
       wakes_(wakes),
       sets_(1),
       set_of_(kPostSlots, 0),
-      acked_seen_(areas_.size(), 0),
       stamps_(kPostSlots, 0) {}
 
-int ShmPosts::holding(uint32_t seq, const std::vector<int>& readers) {
-  for (int l : readers) {
-    if (reached(acked_seen_[l], seq)) continue;
-    acked_seen_[l] = areas_[l]->acked[me_].load(std::memory_order_acquire);
-    if (!reached(acked_seen_[l], seq)) return l;
+// Every reader's acknowledgement is read afresh, so that `through` jumps ahead by as many
+// posts as the slowest reader is ahead: the same reads per post as reading each one only when
+// it no longer tells, but the posts in between check one number.
+int ShmPosts::holding(uint32_t seq, Readers& set) {
+  if (reached(set.through, seq)) return -1;
+  uint32_t ahead = UINT32_MAX;  // of seq, by the slowest reader (counters wrap: a distance)
+  for (int l : set.locals) {
+    const uint32_t acked = areas_[l]->acked[me_].load(std::memory_order_acquire);
+    if (!reached(acked, seq)) return l;
+    ahead = std::min(ahead, acked - seq);
   }
+  set.through = set.locals.empty() ? seq : seq + ahead;
   return -1;
 }
 
-bool ShmPosts::next_free() {
-  return holding(posts_ + 1 - kPostSlots, sets_[set_of_[post_slot(posts_ + 1)]].locals) < 0;
-}
+bool ShmPosts::next_free() { return holding(posts_ + 1 - kPostSlots, sets_[set_of_[post_slot(posts_ + 1)]]) < 0; }
 
 // In the one-shot all-reduce a header comes back long before its next turn: to post call k+8 a
 // rank must have finished call k+7, which needed every peer's post of that call, made after the
@@ -44,7 +47,7 @@ std::byte* ShmPosts::acquire(size_t bytes, WaitMonitor& mon) {
   if (bytes > board_bytes_) fail(coralInternalError, "post larger than the board's buffers");
   const uint32_t seq = posts_ + 1, slot = post_slot(seq);
   const uint32_t prev = seq - kPostSlots;
-  const std::vector<int>& readers = sets_[set_of_[slot]].locals;
+  Readers& readers = sets_[set_of_[slot]];
   for (int l; (l = holding(prev, readers)) >= 0;) {
     std::atomic<uint32_t>& word = areas_[l]->acked[me_];
     int peer = -1;

@@ -28,8 +28,6 @@ class ShmPosts : public Poster {
   bool next_free();
 
  private:
-  // The first reader (local index) that has not released post `seq` of ours, or -1.
-  int holding(uint32_t seq, const std::vector<int>& readers);
 
   // A set of readers, by id (readers()); a header names the set its post went to. The sets
   // are the peer lists of the executor's plans, which a communicator's local peers fix: a
@@ -37,7 +35,11 @@ class ShmPosts : public Poster {
   struct Readers {
     std::vector<int> peers;   // global ranks, as readers() was given them
     std::vector<int> locals;  // their local indices
+    uint32_t through = 0;     // every one of them released our posts up to this one
   };
+  // The first reader (local index) in `set` that has not released post `seq` of ours, or -1.
+  // One check per post, not one per reader: the set remembers how far all of them got.
+  int holding(uint32_t seq, Readers& set);
 
   std::vector<PostArea*> areas_;
   int me_;
@@ -48,7 +50,6 @@ class ShmPosts : public Poster {
   uint32_t posts_ = 0;
   std::vector<Readers> sets_;     // sets_[0]: no readers (headers not yet used)
   std::vector<uint32_t> set_of_;  // per header: the set its post went to
-  std::vector<uint32_t> acked_seen_;  // per local rank: its last acknowledgement read
   std::vector<Wakes::Stamp> stamps_;  // per header: for wakes_
   static constexpr long kAckSliceNs = 1000 * 1000;
 };
