@@ -126,6 +126,8 @@ TEST_CASE("on one host the tuner takes one-shot, then two-shot, with rhd in betw
   CHECK(pick(4, 256 << 10) == Algo::Rhd);
   CHECK(pick(8, (4 << 20) - 4) == Algo::Rhd);
   CHECK(pick(8, 4 << 20) == Algo::TwoShot);
+  CHECK(pick(4, 16 << 20) == Algo::Rhd);      // at P=4 up to 32 MiB
+  CHECK(pick(4, 32 << 20) == Algo::TwoShot);
   CHECK(pick(6, 1 << 20) == Algo::TwoShot);  // not a power of two
 }
 

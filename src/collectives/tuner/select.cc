@@ -28,13 +28,17 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     // at 16 KiB for P=8).
     if (oneshot && bytes * static_cast<size_t>(a.nranks - 1) <= t.oneshot_read_bytes) return Algo::OneShot;
     // Over shared memory every pair is equally close, so the direct two-shot moves the ring's
-    // bytes with 2 rounds of waiting instead of 2(P-1). From 256 KiB up to 4 MiB Rabenseifner's
-    // pairwise exchanges measured 2-23% faster at P=4 and P=8 (its halves stay in cache; at
-    // 256 KiB itself 11-25%); at 4 MiB two-shot is ahead again (3% at P=4, 18% at P=8, paired
-    // runs). With P not a power of two rhd's folding costs a whole extra vector, so only then.
+    // bytes with 2 rounds of waiting instead of 2(P-1). From 256 KiB Rabenseifner's pairwise
+    // exchanges measured faster (its halves stay in cache) while the vector fits the last-level
+    // cache: at P=4 by 8-15% up to 16 MiB, level at 64 MiB. Its 2 log2(P) rounds of waiting
+    // cost more the more ranks share a core: at P=8 it measured level from 1 to 16 MiB, 2-23%
+    // ahead at 256 KiB in one session and 14% behind in another, 17% behind at 64 MiB; so 4 MiB
+    // stays its bound there (paired runs, bench/tuner/sweep.sh). With P not a power of two
+    // rhd's folding costs a whole extra vector, so only then.
     if (t.single_host) {
-      bool pof2 = (a.nranks & (a.nranks - 1)) == 0;
-      return pof2 && a.nranks >= 4 && bytes >= (256u << 10) && bytes < (4u << 20) ? Algo::Rhd : Algo::TwoShot;
+      const bool pof2 = (a.nranks & (a.nranks - 1)) == 0;
+      const size_t rhd_max = a.nranks <= 4 ? (32u << 20) : (4u << 20);
+      return pof2 && a.nranks >= 4 && bytes >= (256u << 10) && bytes < rhd_max ? Algo::Rhd : Algo::TwoShot;
     }
     // Across hosts the link classes differ: price recursive doubling, Rabenseifner, the ring and
     // the hierarchical composition with the alpha-beta model and take the cheapest.
