@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "collectives/folds.h"
+
 namespace coral::sched {
 
 const char* coll_name(Coll c) {
@@ -40,8 +42,10 @@ static std::string ref_str(const Ref& r) {
 
 std::string dump(const Schedule& s) {
   std::string out = fmt::format("# {} rank {}/{}: {} steps\n", s.algo, s.rank, s.nranks, s.steps.size());
+  const std::vector<uint32_t> folds = fold_lengths(s);  // shown: they run as one reduction
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
+    if (folds[i]) out += fmt::format("      fold of {} steps, {} inputs:\n", folds[i], fold_inputs(s, i, folds[i]).size());
     bool send = st.kind == OpKind::Send;
     bool in = !send && st.peer >= 0;
     int to = send ? st.peer : st.peer_out;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "collectives/folds.h"
+
 #include <optional>
 #include <unordered_map>
 #include <stdexcept>
@@ -48,6 +50,10 @@ struct RankState {
   }
   size_t send_at = 0, send_len = 0, recv_at = 0, recv_len = 0;
   size_t pc = 0;
+  // The executor runs a fold (collectives/folds.h) holding each input's FIFO slot until its last
+  // step: per step, the end of the fold it is in (0: none), and the channels held meanwhile.
+  std::vector<uint32_t> fold_end;
+  std::vector<uint64_t> held;
   Elem& at(Ref r, size_t i) {
     if (r.buf == Buf::Scratch) return scratch.at(r.off + i);
     size_t base = r.buf == Buf::Recv ? recv_at : send_at;
@@ -65,6 +71,7 @@ using Msg = std::vector<Elem>;
 struct Chan {
   Msg slot[kMinInFlight];
   uint8_t head = 0, n = 0;
+  uint8_t held = 0;  // received into a fold still running: the slot is not free yet
   size_t size() const { return n; }
   bool empty() const { return n == 0; }
   Msg& front() { return slot[head]; }
@@ -95,6 +102,11 @@ struct Sim {
     auto it = chan.find(key(p, from, to, posted));
     return it == chan.end() ? 0 : it->second.size();
   }
+  // Slots in use: queued, or held by the receiver's fold.
+  size_t used(int from, int to, bool posted) const {
+    auto it = chan.find(key(p, from, to, posted));
+    return it == chan.end() ? 0 : it->second.size() + it->second.held;
+  }
 
   // Ranks a step may have unblocked: a message's receiver, and a sender whose channel drained.
   std::vector<int> woken;
@@ -121,13 +133,19 @@ struct Sim {
       return false;
     }
     if (needs_in && queued(s.peer, r, s.posted) == 0) return false;
-    if (out >= 0 && queued(r, out, s.posted) >= static_cast<size_t>(kMinInFlight)) return false;
+    if (out >= 0 && used(r, out, s.posted) >= static_cast<size_t>(kMinInFlight)) return false;
+    const uint32_t fold_end = rs.fold_end[rs.pc];
     Msg in;
     if (needs_in) {
       Chan& c = ch(s.peer, r, s.posted);
       in = std::move(c.front());
       c.pop_front();
-      woken.push_back(s.peer);
+      if (fold_end > rs.pc + 1) {
+        c.held++;
+        rs.held.push_back(key(p, s.peer, r, s.posted));
+      } else {
+        woken.push_back(s.peer);
+      }
       if (in.size() != s.count) {
         err = where() + fmt::format(": message of {} elements, expected {}", in.size(), s.count);
         return false;
@@ -175,8 +193,27 @@ struct Sim {
       ch(r, out, s.posted).push_back(std::move(outmsg));
       woken.push_back(out);
     }
+    if (fold_end == rs.pc + 1) end_fold(rs);
     rs.pc++;
     return true;
+  }
+
+  // The last step of a fold ran: its slots come free, and its accumulator's earlier places,
+  // never written when it runs fused, read as unwritten from now on.
+  void end_fold(RankState& rs) {
+    for (uint64_t k : rs.held) {
+      chan[k].held--;
+      woken.push_back(static_cast<int>(k / 2 / p));
+    }
+    rs.held.clear();
+    const Ref dst = rs.sched.steps[rs.pc].dst;
+    size_t first = rs.pc;
+    while (first > 0 && rs.fold_end[first - 1] == rs.pc + 1) --first;
+    for (size_t k = first; k < rs.pc; ++k) {
+      const Step& st = rs.sched.steps[k];
+      if (st.dst.buf == dst.buf && st.dst.off == dst.off) continue;
+      for (size_t i = 0; i < st.count; ++i) rs.at(st.dst, i) = Elem{};
+    }
   }
 };
 
@@ -211,6 +248,10 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
     }
     for (size_t i = 0; i < rs.send_len; ++i) rs.mem[rs.send_at + i] = Elem{input_key(r, i), 1, 0, false};
     rs.pinned.assign(rs.mem.size(), 0);
+    rs.fold_end.assign(rs.sched.steps.size(), 0);
+    const std::vector<uint32_t> folds = fold_lengths(rs.sched);
+    for (size_t i = 0; i < folds.size(); ++i)
+      for (size_t k = i; k < i + folds[i]; ++k) rs.fold_end[k] = static_cast<uint32_t>(i + folds[i]);
   }
   // Runs ranks until nobody can move. A rank is looked at again only when a step may have
   // unblocked it (a round-robin over all P ranks cost O(P) per step of a pipeline). Each step

@@ -31,6 +31,7 @@ namespace {
 struct HostMem {
   coralDataType_t dtype;
   kernels::ReduceFn fn;
+  kernels::ReduceManyFn many;
   void to_slot(void* dst, const void* src, size_t bytes) {
     if (bytes) kernels::copy_streaming(dst, src, bytes);  // empty messages may come from NULL buffers
   }
@@ -44,6 +45,7 @@ struct HostMem {
     fn(dst, a, b, n);
     if (dst2 && n) std::memcpy(dst2, dst, n * es);
   }
+  void reduce_many(void* dst, const void* const* srcs, int k, size_t n) { many(dst, srcs, k, n); }
   void scale(void* dst, size_t n, int div) { kernels::active().scale[dtype](dst, dst, n, div); }
   void fence() {}
 };
@@ -57,6 +59,18 @@ struct DeviceMem {
     if (dst != src && bytes) m.copy(dst, src, bytes);
   }
   void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n, size_t) { m.reduce(dst, dst2, a, b, n); }
+  // The device kernel takes at most kMaxSources: more go on in passes that start from dst.
+  void reduce_many(void* dst, const void* const* srcs, int k, size_t n) {
+    int done = std::min(k, MemOps::kMaxSources);
+    m.reduce_many(dst, srcs, done, n);
+    while (done < k) {
+      const void* more[MemOps::kMaxSources] = {dst};
+      const int take = std::min(k - done, MemOps::kMaxSources - 1);
+      std::copy(srcs + done, srcs + done + take, more + 1);
+      m.reduce_many(dst, more, take + 1, n);
+      done += take;
+    }
+  }
   void scale(void* dst, size_t n, int div) { m.scale(dst, n, div); }
   void fence() { m.fence(); }
 };
@@ -193,48 +207,26 @@ struct Runner {
     }
   }
 
-  // Device memory: a run of recv_reduce steps folding messages from distinct peers into one
-  // destination (the one-shot and two-shot reductions) becomes one multi-source kernel instead of
-  // one launch and one fence per peer. Returns the steps consumed (0: no run here). Holding one
-  // message from each of those peers at once is safe: each is the peer's only message in flight
-  // that we hold, and every link allows kMinInFlight.
-  size_t fuse(size_t i) {
-    if constexpr (!std::is_same_v<Mem, DeviceMem>) {
-      (void)i;
-      return 0;
-    } else {
-      const sched::Step& first = steps[i];
-      if (first.kind != sched::OpKind::RecvReduce || first.count == 0) return 0;
-      // The run is steps[i, j): same destination and size, each from a peer not yet in it.
-      auto in_run = [&](size_t j, int peer) {
-        for (size_t k = i; k < j; ++k)
-          if (steps[k].peer == peer) return true;
-        return false;
-      };
-      size_t j = i + 1;
-      while (j < steps.size() && j - i < MemOps::kMaxSources - 1) {
-        const sched::Step& st = steps[j];
-        if (st.kind != sched::OpKind::RecvReduce || st.count != first.count || st.dst.buf != first.dst.buf ||
-            st.dst.off != first.dst.off || st.src.buf != first.dst.buf || st.src.off != first.dst.off ||
-            in_run(j, st.peer))
-          break;
-        ++j;
-      }
-      const size_t n = j - i;
-      if (n < 2) return 0;
-      const void* srcs[MemOps::kMaxSources];
-      srcs[0] = ptr(first.src);
-      const size_t bytes = first.count * es;
-      bool post[MemOps::kMaxSources];
-      for (size_t k = 0; k < n; ++k) {
-        post[k] = as_post(i + k);
-        srcs[k + 1] = receive(i + k, bytes, true, post[k]).data;
-      }
-      mem.m.reduce_many(ptr(first.dst), srcs, static_cast<int>(n) + 1, first.count);
-      mem.fence();
-      for (size_t k = 0; k < n; ++k) release(i + k, post[k]);
-      return n;
-    }
+  // A fold (collectives/folds.h): every input message at once, one from each of its peers, then
+  // one multi-source reduction and one fence, instead of a pass over the destination, a fence
+  // and, on a GPU, a launch per input. Holding them together is safe: verify() proves the
+  // schedules with each fold's FIFO slots held until its last input is in.
+  size_t fold(size_t i) {
+    const Plan::Op& op = plan.ops[i];
+    if (op.fold == 0) return 0;
+    const Plan::Fold& f = plan.folds[op.fold_at];
+    const size_t n = steps[i].count, bytes = n * es;
+    const void* few[16];
+    std::vector<const void*> many;
+    const void** srcs = f.ninputs <= std::size(few) ? few : (many.resize(f.ninputs), many.data());
+    const sched::FoldInput* in = plan.inputs.data() + f.inputs_at;
+    for (uint32_t k = 0; k < f.ninputs; ++k)
+      srcs[k] = in[k].step < 0 ? ptr(in[k].local) : receive(in[k].step, bytes, true, as_post(in[k].step)).data;
+    mem.reduce_many(ptr(f.dst), srcs, static_cast<int>(f.ninputs), n);
+    mem.fence();
+    for (uint32_t k = 0; k < f.ninputs; ++k)
+      if (in[k].step >= 0) release(in[k].step, as_post(in[k].step));
+    return op.fold;
   }
 
   // A run of posted sends of one buffer (the one-shot all-reduce): published once for every
@@ -255,24 +247,6 @@ struct Runner {
     return first.run;
   }
 
-  // Host memory: a run of posted receive-reduces (the one-shot's fold) in one loop, without a
-  // dispatch per step.
-  size_t fold(size_t i) {
-    if constexpr (!std::is_same_v<Mem, HostMem>) {
-      (void)i;
-      return 0;
-    } else {
-      const size_t len = plan.ops[i].fold;
-      for (size_t k = i; k < i + len; ++k) {
-        const sched::Step& st = steps[k];
-        const transport::Message m = receive(k, st.count * es, true, true);
-        mem.fn(ptr(st.dst), m.data, ptr(st.src), st.count);
-        release(k, true);
-      }
-      return len;
-    }
-  }
-
   void run_all() {
     for (size_t i = 0; i < steps.size();) {
       if (size_t n = post(i)) {
@@ -280,10 +254,6 @@ struct Runner {
         continue;
       }
       if (size_t n = fold(i)) {
-        i += n;
-        continue;
-      }
-      if (size_t n = fuse(i)) {
         i += n;
         continue;
       }
@@ -313,12 +283,14 @@ Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& link
       op.post = q && st.count * es <= q->max_bytes();
     }
   }
-  auto foldable = [&](size_t i) { return s.steps[i].kind == sched::OpKind::RecvReduce && p.ops[i].post; };
-  for (size_t i = 0; i < s.steps.size();) {
-    size_t j = i;
-    while (j < s.steps.size() && foldable(j)) ++j;
-    if (j > i) p.ops[i].fold = static_cast<uint32_t>(j - i);
-    i = std::max(j, i + 1);
+  const std::vector<uint32_t> folds = sched::fold_lengths(s);
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    if (folds[i] == 0) continue;
+    std::vector<sched::FoldInput> in = sched::fold_inputs(s, i, folds[i]);
+    p.ops[i].fold = folds[i];
+    p.ops[i].fold_at = static_cast<uint32_t>(p.folds.size());
+    p.folds.push_back({static_cast<uint32_t>(p.inputs.size()), static_cast<uint32_t>(in.size()), s.steps[i + folds[i] - 1].dst});
+    p.inputs.insert(p.inputs.end(), in.begin(), in.end());
   }
   for (size_t i = 0; i < s.steps.size();) {
     const size_t len = post_run(s.steps, i);
@@ -354,7 +326,8 @@ void execute(const sched::Schedule& s, const ExecArgs& x) {
     Runner<DeviceMem>{x, es, DeviceMem{*x.mem}, s.steps, plan}.run_all();
     return;
   }
-  Runner<HostMem>{x, es, HostMem{x.dtype, kernels::active().reduce[x.dtype][x.op]}, s.steps, plan}.run_all();
+  const kernels::Table& k = kernels::active();
+  Runner<HostMem>{x, es, HostMem{x.dtype, k.reduce[x.dtype][x.op], k.reduce_many[x.dtype][x.op]}, s.steps, plan}.run_all();
 }
 
 }  // namespace coral

@@ -3,6 +3,7 @@
 #pragma once
 #include <vector>
 
+#include "collectives/folds.h"
 #include "collectives/schedule.h"
 #include "kernels/reduce.h"
 #include "transport/transport.h"
@@ -35,7 +36,8 @@ struct Plan {
     transport::Link* out = nullptr;   // its peer_out's, if any
     bool post = false;                // goes through the link's poster
     uint32_t run = 0;                 // the first of a run of posted sends of one buffer: its length
-    uint32_t fold = 0;                // the first of a run of posted receive-reduces: its length
+    uint32_t fold = 0;                // the first step of a fold (collectives/folds.h): its length
+    uint32_t fold_at = 0;             // and its entry in folds
     uint32_t npeers = 0;   // that run's steps that post: through `poster`, to its readers `readers`
     uint32_t readers = 0;
     transport::Poster* poster = nullptr;  // null: no step of the run posts
@@ -43,6 +45,12 @@ struct Plan {
   const std::vector<transport::Link*>* links = nullptr;  // resolved against these
   size_t es = 0;
   std::vector<Op> ops;  // by step
+  struct Fold {
+    uint32_t inputs_at, ninputs;  // in inputs
+    sched::Ref dst;
+  };
+  std::vector<Fold> folds;
+  std::vector<sched::FoldInput> inputs;
 };
 
 Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& links, size_t es);

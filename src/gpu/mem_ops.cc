@@ -28,9 +28,8 @@ void CudaMemOps::reduce_many(void* dst, const void* const* srcs, int k, size_t n
 void CudaMemOps::fold(void* dst, void* dst2, const void* const* srcs, int k, size_t n) {
   if (!n) return;
   if (emu::enabled()) {
-    const kernels::ReduceFn f = kernels::active().reduce[dtype_][op_];
-    f(dst, srcs[0], srcs[1], n);
-    for (int i = 2; i < k; ++i) f(dst, dst, srcs[i], n);
+    // Like the device kernel, any source may be dst itself (an in-place fold's own input).
+    kernels::active().reduce_many[dtype_][op_](dst, srcs, k, n);
     if (dst2) std::memcpy(dst2, dst, n * kernels::dtype_size(dtype_));
     return;
   }

@@ -15,12 +15,16 @@ bool valid_op(int op);
 
 // dst[i] = a[i] (op) b[i]; dst may be a or b. coralAvg reduces as a sum (scaled at the end).
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n);
+// dst = srcs[0] (op) srcs[1] (op) ... (op) srcs[k-1], left to right (k >= 1): bit for bit the
+// chain of ReduceFn calls, in one pass over dst. Any source may be dst itself.
+using ReduceManyFn = void (*)(void* dst, const void* const* srcs, int k, size_t n);
 // dst[i] = src[i] / divisor (integer types divide, truncating); dst may be src.
 using ScaleFn = void (*)(void* dst, const void* src, size_t n, int divisor);
 
 struct Table {
   const char* name;
   ReduceFn reduce[coralNumTypes][coralNumOps];
+  ReduceManyFn reduce_many[coralNumTypes][coralNumOps];
   ScaleFn scale[coralNumTypes];
 };
 

@@ -120,6 +120,45 @@ TEST_CASE("SIMD kernels equal the scalar reference bit for bit") {
   }
 }
 
+// reduce_many against the chain of pairwise reductions it replaces, in every table: any number of
+// sources, lengths across its 4 KiB blocks, and dst standing in for a source at each position
+// (an in-place fold's own input: its old value is what counts).
+TEST_CASE("multi-source reduction equals the pairwise chain bit for bit") {
+  std::mt19937 rng(7);
+  std::vector<const Table*> tables{table_for(Isa::Scalar)};
+  for (Isa isa : simd_isas()) tables.push_back(table_for(isa));
+  for (const Table* t : tables) {
+    for (int dt = 0; dt < coralNumTypes; ++dt) {
+      auto type = static_cast<coralDataType_t>(dt);
+      const size_t es = dtype_size(type);
+      for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(1000), size_t(4099)}) {
+        for (int k : {1, 2, 3, 8, 17}) {
+          std::vector<std::vector<uint8_t>> in;
+          for (int j = 0; j < k; ++j) in.push_back(random_input(type, n, rng, 1));
+          for (int op = 0; op < coralNumOps; ++op) {
+            for (int alias = -1; alias < k; ++alias) {  // -1: dst is no source
+              INFO(t->name << " " << dtype_name(type) << " " << op_name(static_cast<coralRedOp_t>(op)) << " n=" << n
+                           << " k=" << k << " dst=source " << alias);
+              std::vector<uint8_t> want(n * es + 1);
+              std::memcpy(want.data(), in[0].data() + 1, n * es);
+              for (int j = 1; j < k; ++j) t->reduce[dt][op](want.data(), want.data(), in[j].data() + 1, n);
+              std::vector<uint8_t> got(n * es + 1, 0xab);
+              std::vector<const void*> srcs;
+              for (int j = 0; j < k; ++j) srcs.push_back(in[j].data() + 1);
+              if (alias >= 0) {
+                std::memcpy(got.data() + 1, in[alias].data() + 1, n * es);
+                srcs[alias] = got.data() + 1;
+              }
+              t->reduce_many[dt][op](got.data() + 1, srcs.data(), k, n);
+              REQUIRE(std::memcmp(want.data(), got.data() + 1, n * es) == 0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("the active table is one the CPU supports") {
   const Table& t = active();
   bool found = false;

@@ -9,6 +9,9 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 out=$("$cs" -c allreduce -a rhd -n 6 -r 1 --count 12 --chunk 4)
 echo "$out" | grep -q "^# rhd rank 1/6: 18 steps" && ok "rhd dump header" || bad "rhd dump: $out"
 echo "$out" | grep -q "verify allreduce rhd P=6 count=12: postcondition holds" && ok "verified" || bad "verify line"
+# Rank 2's one-shot fold: rank 0's message into scratch, rank 1's onto it, its own vector, rank 3's.
+out=$("$cs" -c allreduce -a oneshot -n 4 -r 2 --count 3)
+echo "$out" | grep -q "fold of 4 steps, 4 inputs" && ok "one-shot fold shown" || bad "one-shot fold: $out"
 out=$("$cs" -q -c reducescatter -a all -n 37 --count 5)
 [ "$(echo "$out" | grep -c 'postcondition holds')" = 2 ] && ok "reduce-scatter ring and rhd at P=37" || bad "$out"
 out=$("$cs" --predict -n 64 --per-host 8 -b 8 -e 64M -f 64)

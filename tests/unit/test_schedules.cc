@@ -6,6 +6,7 @@
 #include <functional>
 #include <thread>
 
+#include "collectives/folds.h"
 #include "collectives/patterns/dbtree.h"
 #include "collectives/registry.h"
 #include "collectives/verify.h"
@@ -412,6 +413,69 @@ TEST_CASE("posts are a channel of their own, marked alike on both sides") {
   r = verify_with(a, forwarding, false);
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.error, Catch::Contains("posted"));
+}
+
+TEST_CASE("folds: found in rank order, shortened when their scratch lives on, held until done") {
+  CollArgs a;
+  a.coll = Coll::AllReduce;
+  a.count = 3;
+  a.nranks = 4;
+  a.chunk = 100;
+  auto at = [&](int rank) {
+    CollArgs x = a;
+    x.rank = rank;
+    return build(x, Algo::OneShot);
+  };
+  auto step = [](int64_t k) { return FoldInput{k, {}}; };
+  auto same = [](const std::vector<FoldInput>& got, const std::vector<FoldInput>& want) {
+    if (got.size() != want.size()) return false;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i].step != want[i].step || (got[i].step < 0 && (got[i].local.buf != want[i].local.buf ||
+                                                              got[i].local.off != want[i].local.off)))
+        return false;
+    return true;
+  };
+  const Ref mine{Buf::Send, 0};
+  // Steps 0-2 post; then rank r folds x_0 .. x_3, its own vector in its place.
+  Schedule s2 = at(2);
+  CHECK(fold_lengths(s2) == std::vector<uint32_t>{0, 0, 0, 4, 0, 0, 0});
+  CHECK(same(fold_inputs(s2, 3, 4), {step(3), step(4), {-1, mine}, step(6)}));
+  Schedule s0 = at(0), s1 = at(1);
+  CHECK(fold_lengths(s0)[3] == 3);
+  CHECK(same(fold_inputs(s0, 3, 3), {{-1, mine}, step(3), step(4), step(5)}));
+  CHECK(same(fold_inputs(s1, 3, 3), {step(3), {-1, mine}, step(4), step(5)}));
+  // Scratch read after the fold: only the part before the accumulator leaves scratch is one.
+  s2.steps.push_back({OpKind::Send, 0, -1, {Buf::Scratch, 0}, {}, 3});
+  CHECK(fold_lengths(s2) == std::vector<uint32_t>{0, 0, 0, 2, 0, 0, 0, 0});
+  // A fold holds its inputs' slots: rank 1's third message to rank 0 waits for rank 0's fold,
+  // which waits for rank 2, which waits for rank 1. Without the fold, the same order runs through.
+  a.nranks = 3;
+  a.count = 1;
+  auto hand = [](bool fused) {
+    return [fused](const CollArgs& x) {
+      Schedule s{"hand", 3, x.rank, {}, 1, 1};
+      s.scratch_elems = 1;
+      const Ref in{Buf::Send, 0}, out{Buf::Recv, 0}, tmp{Buf::Scratch, 0};
+      if (x.rank == 0) {
+        s.steps.push_back({OpKind::Recv, 1, -1, {}, tmp, 1});
+        s.steps.push_back({OpKind::RecvReduce, 2, -1, fused ? tmp : in, out, 1});  // in: no fold
+        s.steps.push_back({OpKind::Recv, 1, -1, {}, tmp, 1});
+        s.steps.push_back({OpKind::Recv, 1, -1, {}, tmp, 1});
+      } else if (x.rank == 1) {
+        for (int i = 0; i < 3; ++i) s.steps.push_back({OpKind::Send, 0, -1, in, {}, 1});
+        s.steps.push_back({OpKind::Send, 2, -1, in, {}, 1});
+      } else {
+        s.steps.push_back({OpKind::Recv, 1, -1, {}, out, 1});
+        s.steps.push_back({OpKind::Send, 0, -1, in, {}, 1});
+      }
+      return s;
+    };
+  };
+  VerifyResult r = verify_with(a, hand(true), false);
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.error, Catch::Contains("deadlock"));
+  r = verify_with(a, hand(false), false);
+  CHECK_THAT(r.error, !Catch::Contains("deadlock"));  // wrong sums, but every step runs
 }
 
 TEST_CASE("ring all-reduce sends 2(P-1)/P of the data per rank") {

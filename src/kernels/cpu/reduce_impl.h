@@ -2,6 +2,7 @@
 // reference), avx2.cc and avx512.cc (compiled with -m flags so the same loops vectorise).
 // Define CORAL_KERNEL_NS and CORAL_KERNEL_NAME before including.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -73,21 +74,23 @@ inline void st(void* p, size_t i, T v) {
 inline uint16_t ld16(const void* p, size_t i) { return ld<uint16_t>(p, i); }
 inline void st16(void* p, size_t i, uint16_t v) { st<uint16_t>(p, i, v); }
 
+// Not inlined, into reduce_many either: inlined, the compiler may swap an addition's operands,
+// which changes which NaN's payload comes out, and the fold would no longer be the chain.
 template <class T, class Op>
-void reduce_native(void* dst, const void* a, const void* b, size_t n) {
+[[gnu::noinline]] void reduce_native(void* dst, const void* a, const void* b, size_t n) {
   // Inputs may alias dst exactly, so no __restrict__; GCC versions the loop on overlap.
   for (size_t i = 0; i < n; ++i) st<T>(dst, i, Op::apply(ld<T>(a, i), ld<T>(b, i)));
 }
 
 // Half types accumulate in float and round once.
 template <class Op>
-void reduce_bf16(void* dst, const void* a, const void* b, size_t n) {
+[[gnu::noinline]] void reduce_bf16(void* dst, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i)
     st16(dst, i, float_to_bf16(Op::apply(bf16_to_float(ld16(a, i)), bf16_to_float(ld16(b, i)))));
 }
 
 template <class Op>
-void reduce_f16(void* dst, const void* a, const void* b, size_t n) {
+[[gnu::noinline]] void reduce_f16(void* dst, const void* a, const void* b, size_t n) {
   size_t i = 0;
 #if defined(__F16C__) && defined(__AVX2__)
   auto* d = static_cast<char*>(dst);
@@ -109,6 +112,31 @@ void reduce_f16(void* dst, const void* a, const void* b, size_t n) {
   }
 #endif
   for (; i < n; ++i) st16(dst, i, float_to_half(Op::apply(half_to_float(ld16(a, i)), half_to_float(ld16(b, i)))));
+}
+
+// dst = srcs[0] (op) srcs[1] (op) ... left to right, bit for bit the chain of pairwise
+// reductions, a block at a time: the block of dst stays in L1 across every source instead of
+// making one pass over dst per source. A source may be dst itself (an in-place fold's own
+// input); past the first two that one is read before the block is written, through `tmp`.
+template <size_t Elem, ReduceFn F>
+void reduce_many(void* dst, const void* const* srcs, int k, size_t n) {
+  constexpr size_t kBlock = 4096;  // bytes
+  auto* d = static_cast<char*>(dst);
+  if (k == 1) {
+    if (dst != srcs[0] && n) std::memmove(dst, srcs[0], n * Elem);
+    return;
+  }
+  bool alias = false;
+  for (int j = 2; j < k; ++j) alias |= srcs[j] == dst;
+  alignas(64) char tmp[kBlock];
+  for (size_t lo = 0; lo < n * Elem; lo += kBlock) {
+    const size_t m = std::min(kBlock, n * Elem - lo) / Elem;
+    char* acc = alias ? tmp : d + lo;
+    auto at = [&](int j) { return static_cast<const char*>(srcs[j]) + lo; };
+    F(acc, at(0), at(1), m);
+    for (int j = 2; j < k; ++j) F(acc, acc, at(j), m);
+    if (alias) std::memcpy(d + lo, tmp, m * Elem);
+  }
 }
 
 template <class T>
@@ -134,7 +162,26 @@ void fill_native(Table& t, coralDataType_t dt) {
   t.reduce[dt][coralMax] = reduce_native<T, OpMax>;
   t.reduce[dt][coralMin] = reduce_native<T, OpMin>;
   t.reduce[dt][coralAvg] = reduce_native<T, OpSum>;
+  t.reduce_many[dt][coralSum] = reduce_many<sizeof(T), reduce_native<T, OpSum>>;
+  t.reduce_many[dt][coralProd] = reduce_many<sizeof(T), reduce_native<T, OpProd>>;
+  t.reduce_many[dt][coralMax] = reduce_many<sizeof(T), reduce_native<T, OpMax>>;
+  t.reduce_many[dt][coralMin] = reduce_many<sizeof(T), reduce_native<T, OpMin>>;
+  t.reduce_many[dt][coralAvg] = reduce_many<sizeof(T), reduce_native<T, OpSum>>;
   t.scale[dt] = scale_native<T>;
+}
+
+template <ReduceFn Sum, ReduceFn Prod, ReduceFn Max, ReduceFn Min>
+void fill_half(Table& t, coralDataType_t dt) {
+  t.reduce[dt][coralSum] = Sum;
+  t.reduce[dt][coralProd] = Prod;
+  t.reduce[dt][coralMax] = Max;
+  t.reduce[dt][coralMin] = Min;
+  t.reduce[dt][coralAvg] = Sum;
+  t.reduce_many[dt][coralSum] = reduce_many<2, Sum>;
+  t.reduce_many[dt][coralProd] = reduce_many<2, Prod>;
+  t.reduce_many[dt][coralMax] = reduce_many<2, Max>;
+  t.reduce_many[dt][coralMin] = reduce_many<2, Min>;
+  t.reduce_many[dt][coralAvg] = reduce_many<2, Sum>;
 }
 
 inline Table make_table() {
@@ -148,17 +195,9 @@ inline Table make_table() {
   fill_native<uint64_t>(t, coralUint64);
   fill_native<float>(t, coralFloat32);
   fill_native<double>(t, coralFloat64);
-  t.reduce[coralFloat16][coralSum] = reduce_f16<OpSum>;
-  t.reduce[coralFloat16][coralProd] = reduce_f16<OpProd>;
-  t.reduce[coralFloat16][coralMax] = reduce_f16<OpMax>;
-  t.reduce[coralFloat16][coralMin] = reduce_f16<OpMin>;
-  t.reduce[coralFloat16][coralAvg] = reduce_f16<OpSum>;
+  fill_half<reduce_f16<OpSum>, reduce_f16<OpProd>, reduce_f16<OpMax>, reduce_f16<OpMin>>(t, coralFloat16);
   t.scale[coralFloat16] = scale_f16;
-  t.reduce[coralBfloat16][coralSum] = reduce_bf16<OpSum>;
-  t.reduce[coralBfloat16][coralProd] = reduce_bf16<OpProd>;
-  t.reduce[coralBfloat16][coralMax] = reduce_bf16<OpMax>;
-  t.reduce[coralBfloat16][coralMin] = reduce_bf16<OpMin>;
-  t.reduce[coralBfloat16][coralAvg] = reduce_bf16<OpSum>;
+  fill_half<reduce_bf16<OpSum>, reduce_bf16<OpProd>, reduce_bf16<OpMax>, reduce_bf16<OpMin>>(t, coralBfloat16);
   t.scale[coralBfloat16] = scale_bf16;
   return t;
 }
