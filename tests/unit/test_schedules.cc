@@ -20,6 +20,16 @@ std::vector<size_t> counts_for(int p) {
   return c;
 }
 
+// An all-reduce of `count` elements over p ranks, in messages of at most `chunk`.
+CollArgs allreduce_args(int p, size_t count, size_t chunk) {
+  CollArgs a;
+  a.coll = Coll::AllReduce;
+  a.count = count;
+  a.nranks = p;
+  a.chunk = chunk;
+  return a;
+}
+
 void check(Coll coll, Algo algo, int p, size_t count, size_t chunk, coralRedOp_t op, bool in_place, int root = 0) {
   CollArgs a;
   a.coll = coll;
@@ -337,11 +347,7 @@ std::function<Schedule(const CollArgs&)> edited(Algo algo, std::function<void(in
 }
 
 TEST_CASE("the checker catches broken schedules") {
-  CollArgs a;
-  a.coll = Coll::AllReduce;
-  a.count = 10;
-  a.nranks = 4;
-  a.chunk = 100;
+  CollArgs a = allreduce_args(4, 10, 100);
   auto ring = [](const CollArgs& x) { return build(x, Algo::Ring); };
   REQUIRE(verify_with(a, ring, false).ok);
   // Rank 2 forgets its last all-gather receive: a message is left over, its block is garbage.
@@ -388,11 +394,7 @@ TEST_CASE("the checker catches broken schedules") {
 }
 
 TEST_CASE("posts are a channel of their own, marked alike on both sides") {
-  CollArgs a;
-  a.coll = Coll::AllReduce;
-  a.count = 7;
-  a.nranks = 5;
-  a.chunk = 3;
+  CollArgs a = allreduce_args(5, 7, 3);
   auto oneshot = [](const CollArgs& x) { return build(x, Algo::OneShot); };
   Schedule s = oneshot(a);
   size_t posted = 0;
@@ -416,11 +418,7 @@ TEST_CASE("posts are a channel of their own, marked alike on both sides") {
 }
 
 TEST_CASE("folds: found in rank order, shortened when their scratch lives on, held until done") {
-  CollArgs a;
-  a.coll = Coll::AllReduce;
-  a.count = 3;
-  a.nranks = 4;
-  a.chunk = 100;
+  CollArgs a = allreduce_args(4, 3, 100);
   auto at = [&](int rank) {
     CollArgs x = a;
     x.rank = rank;
