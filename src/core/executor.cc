@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/copy.h"
