@@ -1,5 +1,5 @@
 // Microbenchmarks (Google Benchmark): reduction kernels per ISA x dtype x op against memcpy of
-// the same bytes, schedule construction up to 4096 ranks, store round trips and communicator
+// the same bytes, folds (multi-source reduction against the pairwise chain), schedule construction up to 4096 ranks, store round trips and communicator
 // bootstrap. Run: build/bench/coral-micro [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -46,6 +46,31 @@ void BM_Memcpy(benchmark::State& st) {
     benchmark::DoNotOptimize(d.data());
   }
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * 2 * static_cast<int64_t>(bytes));
+}
+
+// A fold of k float inputs of `bytes` each into dst (the active table): reduce_many, or (chain = 1)
+// the pairwise reductions it replaces, one pass over dst per input. Bytes processed: k inputs.
+void BM_Fold(benchmark::State& st) {
+  const int k = static_cast<int>(st.range(0));
+  const size_t bytes = static_cast<size_t>(st.range(1));
+  const bool chain = st.range(2) != 0;
+  const kernels::Table& t = kernels::active();
+  std::vector<std::vector<uint8_t>> in(k, std::vector<uint8_t>(bytes, 1));
+  std::vector<const void*> srcs;
+  for (auto& v : in) srcs.push_back(v.data());
+  std::vector<uint8_t> d(bytes);
+  const size_t n = bytes / sizeof(float);
+  for (auto _ : st) {
+    if (chain) {
+      t.reduce[coralFloat32][coralSum](d.data(), srcs[0], srcs[1], n);
+      for (int j = 2; j < k; ++j) t.reduce[coralFloat32][coralSum](d.data(), d.data(), srcs[j], n);
+    } else {
+      t.reduce_many[coralFloat32][coralSum](d.data(), srcs.data(), k, n);
+    }
+    benchmark::DoNotOptimize(d.data());
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * k * static_cast<int64_t>(bytes));
+  st.SetLabel(std::string(t.name) + (chain ? " pairwise chain" : " reduce_many"));
 }
 
 void reduce_args(benchmark::internal::Benchmark* b) {
@@ -107,6 +132,7 @@ void BM_Bootstrap(benchmark::State& st) {
 }  // namespace
 
 BENCHMARK(BM_Reduce)->Apply(reduce_args)->MinTime(0.05)->UseRealTime();
+BENCHMARK(BM_Fold)->ArgsProduct({{4, 8}, {8 << 10, 256 << 10, 4 << 20}, {0, 1}})->MinTime(0.05)->UseRealTime();
 BENCHMARK(BM_Memcpy)->Arg(1 << 20)->Arg(64 << 20)->MinTime(0.05)->UseRealTime();
 BENCHMARK(BM_BuildSchedule)->Apply(schedule_args)->MinTime(0.05);
 BENCHMARK(BM_TcpStoreSetGet)->MinTime(0.1)->UseRealTime();
