@@ -1,7 +1,7 @@
 // Folds: runs of steps that reduce several inputs into one place, which the executor may run as
 // one multi-source reduction (one pass over the destination instead of one per input) while it
 // holds every input message at once. A schedule says nothing about folds; this analysis finds
-// them, so the executor, the verifier and the simulator agree on what runs fused.
+// them, so the executor, the verifier and coral-schedule agree on what runs fused.
 //
 // A fold is a run of consecutive steps of one count, each from a distinct peer where it has
 // one, that carries one accumulator:
