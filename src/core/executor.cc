@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "core/error.h"
 #include "kernels/copy.h"
@@ -218,13 +219,21 @@ struct Runner {
     const void* few[16];
     std::vector<const void*> many;
     const void** srcs = f.ninputs <= std::size(few) ? few : (many.resize(f.ninputs), many.data());
-    const sched::FoldInput* in = plan.inputs.data() + f.inputs_at;
-    for (uint32_t k = 0; k < f.ninputs; ++k)
-      srcs[k] = in[k].step < 0 ? ptr(in[k].local) : receive(in[k].step, bytes, true, as_post(in[k].step)).data;
+    const Plan::Input* in = plan.inputs.data() + f.inputs_at;
+    for (uint32_t k = 0; k < f.ninputs; ++k) {
+      transport::Link* l = in[k].link;
+      if (!l) {
+        srcs[k] = ptr(in[k].local);
+        continue;
+      }
+      const transport::Message m = in[k].post ? l->post_peek(*x.monitor) : l->recv_peek(*x.monitor, true);
+      if (m.tag != x.tag || m.bytes != bytes) mismatch(in[k].peer, m, bytes, x.tag);
+      srcs[k] = m.data;
+    }
     mem.reduce_many(ptr(f.dst), srcs, static_cast<int>(f.ninputs), n);
     mem.fence();
     for (uint32_t k = 0; k < f.ninputs; ++k)
-      if (in[k].step >= 0) release(in[k].step, as_post(in[k].step));
+      if (transport::Link* l = in[k].link) in[k].post ? l->post_release() : l->recv_release();
     return op.fold;
   }
 
@@ -289,7 +298,14 @@ Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& link
     p.ops[i].fold = folds[i];
     p.ops[i].fold_at = static_cast<uint32_t>(p.folds.size());
     p.folds.push_back({static_cast<uint32_t>(p.inputs.size()), static_cast<uint32_t>(in.size()), s.steps[i + folds[i] - 1].dst});
-    p.inputs.insert(p.inputs.end(), in.begin(), in.end());
+    for (const sched::FoldInput& f : in) {
+      if (f.step < 0) {
+        p.inputs.push_back({nullptr, false, -1, f.local});
+        continue;
+      }
+      const Plan::Op& at = p.ops[static_cast<size_t>(f.step)];
+      p.inputs.push_back({at.link, at.post, s.steps[static_cast<size_t>(f.step)].peer, {}});
+    }
   }
   for (size_t i = 0; i < s.steps.size();) {
     const size_t len = post_run(s.steps, i);
@@ -319,8 +335,9 @@ Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& link
 void execute(const sched::Schedule& s, const ExecArgs& x) {
   const size_t es = kernels::dtype_size(x.dtype);
   const bool planned = x.plan && x.plan->links == x.links && x.plan->es == es && x.plan->ops.size() == s.steps.size();
-  const Plan local = planned ? Plan{} : compile(s, *x.links, es);
-  const Plan& plan = planned ? *x.plan : local;
+  std::optional<Plan> local;  // not even an empty one on the cached path
+  if (!planned) local = compile(s, *x.links, es);
+  const Plan& plan = planned ? *x.plan : *local;
   if (x.mem) {
     Runner<DeviceMem>{x, es, DeviceMem{*x.mem}, s.steps, plan}.run_all();
     return;

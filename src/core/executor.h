@@ -50,7 +50,13 @@ struct Plan {
     sched::Ref dst;
   };
   std::vector<Fold> folds;
-  std::vector<sched::FoldInput> inputs;
+  struct Input {                      // a fold's input (sched::FoldInput), resolved
+    transport::Link* link = nullptr;  // its message's (null: local)
+    bool post = false;
+    int peer = -1;
+    sched::Ref local;
+  };
+  std::vector<Input> inputs;
 };
 
 Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& links, size_t es);
