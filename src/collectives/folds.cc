@@ -90,11 +90,14 @@ std::vector<FoldInput> fold_inputs(const Schedule& s, size_t first, size_t len) 
   std::vector<FoldInput> in;
   for (size_t k = first; k < first + len; ++k) {
     const Step& st = s.steps[k];
-    const bool local_first = k == first && st.kind == OpKind::RecvReduce && st.peer > s.rank;
-    if (local_first) in.push_back({-1, st.src});
-    if (st.kind == OpKind::Reduce) in.push_back({-1, st.src2});
-    else in.push_back({static_cast<int64_t>(k), {}});
-    if (k == first && st.kind == OpKind::RecvReduce && !local_first) in.push_back({-1, st.src});
+    const FoldInput msg{static_cast<int64_t>(k), {}};
+    if (k == first && st.kind == OpKind::RecvReduce) {  // the first pair in rank order
+      const FoldInput local{-1, st.src};
+      in.push_back(st.peer > s.rank ? local : msg);
+      in.push_back(st.peer > s.rank ? msg : local);
+    } else {
+      in.push_back(st.kind == OpKind::Reduce ? FoldInput{-1, st.src2} : msg);
+    }
   }
   return in;
 }

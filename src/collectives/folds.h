@@ -27,8 +27,8 @@ namespace coral::sched {
 // Per step: the length of the fold that begins there (at least 2), else 0.
 std::vector<uint32_t> fold_lengths(const Schedule& s);
 
-// The inputs of the fold of `len` steps at `first`: a step index whose message is the input, or
-// -1 with *local set to the local input.
+// The inputs of the fold of `len` steps at `first`, in order: a step whose message is the input,
+// or step -1 and the local input.
 struct FoldInput {
   int64_t step;  // -1: local
   Ref local;

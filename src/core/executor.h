@@ -28,19 +28,19 @@ class MemOps {
 };
 
 // A schedule resolved once against the links it runs on: each step's links, whether a posted
-// step goes as a post, and where the runs of posted sends and posted receive-reduces begin. An 8-byte one-shot at P=8 spent
-// a visible share of each call re-deciding these (two virtual calls and a size check per step).
+// step goes as a post, where the runs of posted sends begin, and the folds with their inputs.
+// An 8-byte one-shot at P=8 spent a visible share of each call re-deciding these.
 struct Plan {
   struct Op {
     transport::Link* link = nullptr;  // the step's peer's, if any
     transport::Link* out = nullptr;   // its peer_out's, if any
     bool post = false;                // goes through the link's poster
     uint32_t run = 0;                 // the first of a run of posted sends of one buffer: its length
-    uint32_t fold = 0;                // the first step of a fold (collectives/folds.h): its length
-    uint32_t fold_at = 0;             // and its entry in folds
     uint32_t npeers = 0;   // that run's steps that post: through `poster`, to its readers `readers`
     uint32_t readers = 0;
     transport::Poster* poster = nullptr;  // null: no step of the run posts
+    uint32_t fold = 0;                // the first step of a fold (collectives/folds.h): its length
+    uint32_t fold_at = 0;             // and its entry in folds
   };
   const std::vector<transport::Link*>* links = nullptr;  // resolved against these
   size_t es = 0;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <ctime>
+#include <utility>
 
 namespace coral {
 
@@ -42,6 +43,21 @@ class WaitMonitor {
   int spin = 20000;        // polls before sleeping on the futex
   int pause_polls = 1000;  // of which the first ones only pause; later ones yield the core
   long sleep_slice_ns = 20 * 1000 * 1000;  // shorter when network transports need polling
+};
+
+// Sets `at` to `value` for a scope (a monitor's setting for one kind of wait), then puts the old
+// value back.
+template <class T>
+class Override {
+ public:
+  Override(T& at, T value) : at_(at), old_(std::exchange(at, value)) {}
+  ~Override() { at_ = old_; }
+  Override(const Override&) = delete;
+  Override& operator=(const Override&) = delete;
+
+ private:
+  T& at_;
+  T old_;
 };
 
 // Waits until ready() holds. word is the futex the other side bumps; sleeping counts the sides

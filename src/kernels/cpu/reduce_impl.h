@@ -155,33 +155,24 @@ inline void scale_bf16(void* dst, const void* src, size_t n, int divisor) {
   for (size_t i = 0; i < n; ++i) st16(dst, i, float_to_bf16(bf16_to_float(ld16(src, i)) / div));
 }
 
-template <class T>
-void fill_native(Table& t, coralDataType_t dt) {
-  t.reduce[dt][coralSum] = reduce_native<T, OpSum>;
-  t.reduce[dt][coralProd] = reduce_native<T, OpProd>;
-  t.reduce[dt][coralMax] = reduce_native<T, OpMax>;
-  t.reduce[dt][coralMin] = reduce_native<T, OpMin>;
-  t.reduce[dt][coralAvg] = reduce_native<T, OpSum>;
-  t.reduce_many[dt][coralSum] = reduce_many<sizeof(T), reduce_native<T, OpSum>>;
-  t.reduce_many[dt][coralProd] = reduce_many<sizeof(T), reduce_native<T, OpProd>>;
-  t.reduce_many[dt][coralMax] = reduce_many<sizeof(T), reduce_native<T, OpMax>>;
-  t.reduce_many[dt][coralMin] = reduce_many<sizeof(T), reduce_native<T, OpMin>>;
-  t.reduce_many[dt][coralAvg] = reduce_many<sizeof(T), reduce_native<T, OpSum>>;
-  t.scale[dt] = scale_native<T>;
-}
-
-template <ReduceFn Sum, ReduceFn Prod, ReduceFn Max, ReduceFn Min>
-void fill_half(Table& t, coralDataType_t dt) {
-  t.reduce[dt][coralSum] = Sum;
+// One dtype's row: the pairwise kernel of each op and its multi-source form (avg reduces as sum).
+template <size_t Elem, ReduceFn Sum, ReduceFn Prod, ReduceFn Max, ReduceFn Min>
+void fill_ops(Table& t, coralDataType_t dt, ScaleFn scale) {
+  t.reduce[dt][coralSum] = t.reduce[dt][coralAvg] = Sum;
   t.reduce[dt][coralProd] = Prod;
   t.reduce[dt][coralMax] = Max;
   t.reduce[dt][coralMin] = Min;
-  t.reduce[dt][coralAvg] = Sum;
-  t.reduce_many[dt][coralSum] = reduce_many<2, Sum>;
-  t.reduce_many[dt][coralProd] = reduce_many<2, Prod>;
-  t.reduce_many[dt][coralMax] = reduce_many<2, Max>;
-  t.reduce_many[dt][coralMin] = reduce_many<2, Min>;
-  t.reduce_many[dt][coralAvg] = reduce_many<2, Sum>;
+  t.reduce_many[dt][coralSum] = t.reduce_many[dt][coralAvg] = reduce_many<Elem, Sum>;
+  t.reduce_many[dt][coralProd] = reduce_many<Elem, Prod>;
+  t.reduce_many[dt][coralMax] = reduce_many<Elem, Max>;
+  t.reduce_many[dt][coralMin] = reduce_many<Elem, Min>;
+  t.scale[dt] = scale;
+}
+
+template <class T>
+void fill_native(Table& t, coralDataType_t dt) {
+  fill_ops<sizeof(T), reduce_native<T, OpSum>, reduce_native<T, OpProd>, reduce_native<T, OpMax>,
+           reduce_native<T, OpMin>>(t, dt, scale_native<T>);
 }
 
 inline Table make_table() {
@@ -195,10 +186,9 @@ inline Table make_table() {
   fill_native<uint64_t>(t, coralUint64);
   fill_native<float>(t, coralFloat32);
   fill_native<double>(t, coralFloat64);
-  fill_half<reduce_f16<OpSum>, reduce_f16<OpProd>, reduce_f16<OpMax>, reduce_f16<OpMin>>(t, coralFloat16);
-  t.scale[coralFloat16] = scale_f16;
-  fill_half<reduce_bf16<OpSum>, reduce_bf16<OpProd>, reduce_bf16<OpMax>, reduce_bf16<OpMin>>(t, coralBfloat16);
-  t.scale[coralBfloat16] = scale_bf16;
+  fill_ops<2, reduce_f16<OpSum>, reduce_f16<OpProd>, reduce_f16<OpMax>, reduce_f16<OpMin>>(t, coralFloat16, scale_f16);
+  fill_ops<2, reduce_bf16<OpSum>, reduce_bf16<OpProd>, reduce_bf16<OpMax>, reduce_bf16<OpMin>>(t, coralBfloat16,
+                                                                                            scale_bf16);
   return t;
 }
 

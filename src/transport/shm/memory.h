@@ -61,7 +61,6 @@ struct PostArea {
   PostHeader ring[kPostSlots];
   alignas(64) std::atomic<uint32_t> sleeping;              // readers asleep on a header of ours
   alignas(64) std::atomic<uint32_t> acked[kMaxPostRanks];  // as a reader: posts of rank l released
-  alignas(64) std::atomic<uint32_t> ack_sleeping;          // the poster asleep on an ack (no one reads it)
 };
 
 struct Geometry {

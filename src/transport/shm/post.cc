@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <utility>
 
 #include "core/error.h"
 #include "transport/shm/presence.h"
@@ -54,14 +53,10 @@ std::byte* ShmPosts::acquire(size_t bytes, WaitMonitor& mon) {
     for (size_t g = 0; g < local_of_.size(); ++g)
       if (local_of_[g] == l) peer = static_cast<int>(g);
     wakes_->flush();  // the reader may sleep on one of our posts
-    // No reader wakes us (see PostArea): sleep a millisecond at a time.
-    const long slice = std::exchange(mon.sleep_slice_ns, std::min(mon.sleep_slice_ns, kAckSliceNs));
-    struct Restore {
-      WaitMonitor& m;
-      long slice;
-      ~Restore() { m.sleep_slice_ns = slice; }
-    } restore{mon, slice};
-    wait_until(mon, peer, word, areas_[me_]->ack_sleeping, [&] { return reached(word.load(std::memory_order_acquire), prev); });
+    // No reader wakes us (see PostArea): sleep a millisecond at a time, counted where no one looks.
+    Override<long> slices(mon.sleep_slice_ns, std::min(mon.sleep_slice_ns, kAckSliceNs));
+    std::atomic<uint32_t> unwatched{0};
+    wait_until(mon, peer, word, unwatched, [&] { return reached(word.load(std::memory_order_acquire), prev); });
   }
   PostHeader& h = areas_[me_]->ring[slot];
   return bytes <= kInlineBytes ? h.inline_data : board_ + static_cast<size_t>(slot) * board_bytes_;

@@ -16,8 +16,7 @@ namespace coral::transport::shm {
 class Wakes {
  public:
   // Where a bump site keeps the round it was last added in: each (word, sleeping) pair has one
-  // site, so a pair is listed once per round without searching the list (a one-shot call adds
-  // 2(P-1) pairs).
+  // site, so a pair is listed once per round without searching the list.
   using Stamp = uint64_t;
   // `word` was bumped; a side sleeping on it sets `sleeping`.
   void add(std::atomic<uint32_t>* word, std::atomic<uint32_t>* sleeping, Stamp& stamp) {
