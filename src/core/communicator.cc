@@ -68,8 +68,24 @@ class Monitor : public WaitMonitor {
   const char* what_;
 };
 
-std::string encode_info(const transport::PeerInfo& p, int nranks) {
-  return std::to_string(nranks) + "\n" + std::to_string(p.pid) + "\n" + p.host_id;
+// The settings that decide which schedule a call runs. Ranks that disagree on one would run
+// different schedules and wait on each other until the timeout, so they are compared at start.
+std::vector<std::pair<std::string, std::string>> schedule_settings(const sched::TuneParams& t, size_t chunk) {
+  std::string algo = sched::algo_name(t.forced);
+  for (const sched::SizeRule& r : t.rules)
+    algo += fmt::format(";{}:{}-{}:{}", sched::coll_name(r.coll), r.lo, r.hi, sched::algo_name(r.algo));
+  return {{"CORAL_ALGO", algo},
+          {"CORAL_SMALL_BYTES", std::to_string(t.small_bytes)},
+          {"CORAL_TUNE_TRIALS", t.trials ? "1" : "0"},
+          {"CORAL_CHUNK_BYTES", std::to_string(chunk)},
+          {"CORAL_TUNE_PROBE", config::get_int("CORAL_TUNE_PROBE") != 0 ? "1" : "0"}};
+}
+
+// One line each: nranks, pid, the schedule settings' values, then the host id (the rest).
+std::string encode_info(const transport::PeerInfo& p, int nranks, const std::vector<std::pair<std::string, std::string>>& settings) {
+  std::string s = std::to_string(nranks) + "\n" + std::to_string(p.pid) + "\n";
+  for (const auto& kv : settings) s += kv.second + "\n";
+  return s + p.host_id;
 }
 
 }  // namespace
@@ -83,6 +99,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   tune_.forced = over.all;
   tune_.rules = std::move(over.rules);
   tune_.small_bytes = config::get_bytes("CORAL_SMALL_BYTES");
+  tune_.trials = config::get_int("CORAL_TUNE_TRIALS") != 0;
   chunk_override_ = config::get_bytes("CORAL_CHUNK_BYTES");
   spin_ = static_cast<int>(config::get_int("CORAL_SPIN"));
   if (spin_ < 0) fail(coralInvalidArgument, "CORAL_SPIN must be >= 0");
@@ -90,17 +107,28 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
 
   transport::PeerInfo me{rank, static_cast<int>(getpid()), host_id()};
-  auto infos = store_allgather(*store_, prefix + "/info", rank, nranks, to_bytes(encode_info(me, nranks)), timeout);
+  const auto settings = schedule_settings(tune_, chunk_override_);
+  auto infos = store_allgather(*store_, prefix + "/info", rank, nranks, to_bytes(encode_info(me, nranks, settings)), timeout);
   std::vector<transport::PeerInfo>& peers = peers_;
   peers.resize(nranks);
   for (int r = 0; r < nranks; ++r) {
     std::string s = to_string(infos[r]);
-    size_t a = s.find('\n'), b = s.find('\n', a + 1);
-    if (a == std::string::npos || b == std::string::npos) fail(coralRemoteError, "malformed peer info from rank " + std::to_string(r));
-    if (std::stoi(s.substr(0, a)) != nranks)
+    std::vector<std::string> lines;
+    size_t at = 0;
+    for (size_t i = 0; i < settings.size() + 2; ++i) {
+      size_t nl = s.find('\n', at);
+      if (nl == std::string::npos) fail(coralRemoteError, "malformed peer info from rank " + std::to_string(r));
+      lines.push_back(s.substr(at, nl - at));
+      at = nl + 1;
+    }
+    if (lines[0] != std::to_string(nranks))
       fail(coralInvalidUsage, fmt::format("rank {} was initialised with nranks={} but rank {} with {}",
-                                          r, s.substr(0, a), rank, nranks));
-    peers[r] = {r, std::stoi(s.substr(a + 1, b - a - 1)), s.substr(b + 1)};
+                                          r, lines[0], rank, nranks));
+    for (size_t i = 0; i < settings.size(); ++i)
+      if (lines[i + 2] != settings[i].second)
+        fail(coralInvalidUsage, fmt::format("{} must be the same on every rank: rank {} has '{}', rank {} has '{}'",
+                                            settings[i].first, r, lines[i + 2], rank, settings[i].second));
+    peers[r] = {r, std::stoi(lines[1]), s.substr(at)};
   }
 
   links_.assign(nranks, nullptr);
@@ -223,7 +251,44 @@ Communicator::~Communicator() {
   if (progress_.joinable()) progress_.join();
 }
 
-sched::Algo Communicator::choose(const sched::CollArgs& args) const { return sched::select_algo(args, tune_); }
+sched::Algo Communicator::choose(const sched::CollArgs& args) const {
+  if (tune_.trials) {
+    auto it = trials_.find({static_cast<int>(args.coll), sched::trial_bucket(sched::message_bytes(args))});
+    if (it != trials_.end() && it->second.decided()) return it->second.pick();
+  }
+  return sched::select_algo(args, tune_);
+}
+
+bool Communicator::tuning(const sched::CollArgs& args) const {
+  if (sched::trial_candidates(args, tune_).empty()) return false;
+  auto it = trials_.find({static_cast<int>(args.coll), sched::trial_bucket(sched::message_bytes(args))});
+  return it == trials_.end() || !it->second.decided();
+}
+
+sched::Trial* Communicator::trial_for(const sched::CollArgs& args) {
+  if (!tune_.trials) return nullptr;
+  const std::pair<int, int> key{static_cast<int>(args.coll), sched::trial_bucket(sched::message_bytes(args))};
+  auto it = trials_.find(key);
+  if (it == trials_.end()) {
+    std::vector<sched::Algo> c = sched::trial_candidates(args, tune_);
+    if (c.empty()) return nullptr;
+    it = trials_.emplace(key, sched::Trial(std::move(c), sched::trial_shape(sched::message_bytes(args)))).first;
+  }
+  return &it->second;
+}
+
+void Communicator::agree(sched::Trial& trial, const sched::CollArgs& args, bool background) {
+  std::vector<double> mine = trial.scores(), all(mine.size());
+  // Max: exact in any order, so every rank decides from the same numbers.
+  Call c = make_call(sched::Coll::AllReduce, mine.data(), all.data(), mine.size(), coralFloat64, coralMax, 0);
+  execute(c, background);
+  trial.decide(all);
+  std::string times;
+  for (size_t i = 0; i < all.size(); ++i)
+    times += fmt::format("{}{} {:.1f}", i ? ", " : "", sched::algo_name(trial.candidates()[i]), all[i] * 1e6);
+  log::info(log::Tune, "{} of {} B: trial means (us) {}: {}", sched::coll_name(args.coll),
+            sched::message_bytes(args), times, sched::algo_name(trial.pick()));
+}
 
 size_t Communicator::chunk_for(const sched::CollArgs& args, sched::Algo algo, size_t max_bytes) const {
   if (chunk_override_ > 0) return std::min(chunk_override_, max_bytes);
@@ -257,13 +322,24 @@ void Communicator::execute(Call& c, bool background, bool device) {
   // Training loops repeat one call: its algorithm, chunk and schedule are looked up once.
   const size_t max_bytes = device ? gpu_->chunk_bytes : chunk_bytes();
   const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root, max_bytes};
+  sched::Trial* trial = nullptr;
   if (!last_ || key != last_key_) {
-    const sched::Algo algo = choose(a);
+    sched::Algo algo = choose(a);
+    if (!device && (trial = trial_for(a)) != nullptr) {
+      if (trial->decided()) {
+        algo = trial->pick();
+        trial = nullptr;
+      } else {
+        algo = trial->current();
+      }
+    }
     a.chunk = std::max<size_t>(1, chunk_for(a, algo, max_bytes) / es);
     last_ = &schedule_for(a, algo);
     last_key_ = key;
   }
   Cached& cached = *last_;
+  // A trial's next call may run another candidate: this one is not the shape's for good.
+  if (trial) last_ = nullptr;
   a.chunk = cached.chunk;
   uint64_t salt;
   if (a.coll == sched::Coll::Send) salt = p2p_seq_send_[a.root]++;
@@ -281,6 +357,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
               sched::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
               background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, cpu_gate_);
   mon.tag = tag;
+  const auto start = trial ? Clock::now() : Clock::time_point{};
   try {
     void* scratch;
     std::unique_ptr<gpu::CudaMemOps> mem;
@@ -300,6 +377,8 @@ void Communicator::execute(Call& c, bool background, bool device) {
     record_failure(e.code(), msg);
     fail(e.code(), msg);
   }
+  if (trial && trial->record(std::chrono::duration<double>(Clock::now() - start).count()))
+    agree(*trial, a, background);
 }
 
 void Communicator::record_failure(coralResult_t code, const std::string& msg) {

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "collectives/tuner/select.h"
+#include "collectives/tuner/trials.h"
 #include "core/executor.h"
 #include "core/bootstrap/store.h"
 #include "transport/transport.h"
@@ -76,8 +77,12 @@ class Communicator {
   int gpu_device();
   // Bytes per message of device-buffer calls on one host (cuda_ipc slots); 0 before the first.
   size_t device_chunk_bytes();
-  // Returns the algorithm the tuner would use (for tools and tests).
+  // Returns the algorithm the tuner would use (for tools and tests): a finished trial's pick,
+  // else the cost model's.
   sched::Algo choose(const sched::CollArgs& args) const;
+  // True while calls of this shape still run trials (CORAL_TUNE_TRIALS): a benchmark keeps
+  // warming up until they end. Every rank answers the same after the same calls.
+  bool tuning(const sched::CollArgs& args) const;
   // Name of the transport that carries traffic to peer ("self" for this rank).
   const std::string& transport_of(int peer) const { return transport_of_[peer]; }
   // The largest message the transports take: the chunk for algorithms without a pipeline.
@@ -112,6 +117,10 @@ class Communicator {
   void probe_links();
   void p2p(bool send, void* buf, size_t bytes, int peer);
   void wait_idle();
+  // The bucket's trial, started at its first call; null where the tuner's pick stands.
+  sched::Trial* trial_for(const sched::CollArgs& args);
+  // After a trial's last timed call: the ranks' scores combined, and the pick kept.
+  void agree(sched::Trial& trial, const sched::CollArgs& args, bool background);
 
   std::shared_ptr<Store> store_;
   std::string prefix_;
@@ -137,6 +146,9 @@ class Communicator {
     Plan plan;     // against links_, made at the first host call
   };
   std::map<CacheKey, Cached> cache_;
+  // Per (collective, trial_bucket): the trial of that size class, running or decided. Touched
+  // by calls under exec_mu_; choose() and tuning() read it between calls.
+  std::map<std::pair<int, int>, sched::Trial> trials_;
   // The last call's shape and its chunk limit, and what it was given: a cache_ entry
   // (schedule_for() only clears cache_ on a miss, which sets last_ again).
   using CallKey = std::tuple<int, size_t, int, int, int, size_t>;

@@ -70,6 +70,10 @@ const std::vector<Knob>& knobs() {
       {"CORAL_IB_REG_CACHE_BYTES", Type::Bytes, "1G", "Pinned bytes the RDMA registration cache may keep."},
       {"CORAL_TUNE_PROBE", Type::Int, "1",
        "1: a multi-host communicator measures its link classes at start (a few ms) for the tuner's cost model; 0: use defaults."},
+      {"CORAL_TUNE_TRIALS", Type::Int, "0",
+       "1: the all-reduce times the tuner's pick against its close rivals on the first calls of each "
+       "size and keeps the fastest (picks then depend on timing, so runs stop being bitwise "
+       "reproducible); 0: the cost model alone."},
       {"CORAL_CHUNK_BYTES", Type::Bytes, "0",
        "Pipelining chunk of every call, at most the transports' largest message. 0: the cost model "
        "picks it for chain broadcast and reduce (deep pipelines fill sooner with small chunks), "

@@ -16,6 +16,17 @@ err=$("$run" -n 3 -- bash -c 'if [ "$CORAL_RANK" = 1 ]; then exit 3; fi; sleep 6
 echo "$err" | grep -q "coral-run: rank 1 (pid [0-9]*) exited with code 3; stopped the other 2 rank(s)" || fail "summary: $err"
 [ $(( $(date +%s) - start )) -lt 20 ] || fail "others were not stopped promptly"
 
+# Ranks whose tuning settings differ would run different schedules: init fails at once, naming
+# the setting, instead of waiting for the timeout.
+for setting in CORAL_TUNE_TRIALS=1 CORAL_ALGO=ring CORAL_SMALL_BYTES=8K; do
+  start=$(date +%s)
+  err=$(CORAL_TIMEOUT=60 "$run" -n 3 -- bash -c 'if [ "$CORAL_RANK" = 2 ]; then export "$1"; fi; exec "$0"' "$hello" "$setting" 2>&1)
+  rc=$?
+  [ $rc -ne 0 ] || fail "$setting on one rank: the run succeeded"
+  echo "$err" | grep -q "${setting%%=*} must be the same on every rank" || fail "$setting on one rank: $err"
+  [ $(( $(date +%s) - start )) -lt 20 ] || fail "$setting on one rank: not stopped promptly"
+done
+
 # A rank killed by a signal.
 err=$("$run" -n 2 -- bash -c 'if [ "$CORAL_RANK" = 0 ]; then kill -9 $$; fi; sleep 60' 2>&1 >/dev/null); rc=$?
 [ $rc -eq 137 ] || fail "exit status $rc after SIGKILL, expected 137"

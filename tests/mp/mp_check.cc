@@ -83,6 +83,19 @@ int main() {
       std::fprintf(stderr, "FAIL non-blocking all-reduce %d\n", k);
       return 1;
     }
+  // One size called again and again, as a training loop does: under CORAL_TUNE_TRIALS the calls
+  // run a whole trial (each candidate in turn, then the agreement) and then its pick. Every
+  // result must be right whichever algorithm ran it.
+  std::vector<float> in(64 << 10), out(in.size());
+  for (int call = 0; call < 80; ++call) {
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(rank * 100 + static_cast<int>(i % 97) + call);
+    if (coralAllReduce(in.data(), out.data(), in.size(), coralFloat32, coralSum, comm, nullptr) != coralSuccess) return 1;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (out[i] != static_cast<float>(100 * p * (p - 1) / 2 + p * (static_cast<int>(i % 97) + call))) {
+        std::fprintf(stderr, "FAIL repeated all-reduce: call %d, element %zu is %g\n", call, i, out[i]);
+        return 1;
+      }
+  }
   // Ring of sends: each rank sends to the next, receives from the previous (even ranks first).
   if (p > 1) {
     std::vector<int32_t> out(1001, rank), in(1001, -1);

@@ -12,3 +12,12 @@ done
 out=$(CORAL_CMA_BYTES=0 CORAL_SHM_SLOT_BYTES=8K CORAL_SHM_NSLOTS=2 "$coral_run" -n 3 "$prog" 2>&1) || {
   echo "P=3 without CMA, 8K slots failed:"; echo "$out" | tail -20; exit 1; }
 echo "P=3 without CMA, 2 slots of 8K ok"
+# Trials: the repeated all-reduce runs through a whole trial; every rank logs the same pick.
+for p in 3 8; do
+  out=$(CORAL_TUNE_TRIALS=1 CORAL_DEBUG=INFO CORAL_DEBUG_SUBSYS=TUNE "$coral_run" -n $p "$prog" 2>&1) || {
+    echo "P=$p with trials failed:"; echo "$out" | tail -20; exit 1; }
+  picks=$(echo "$out" | grep "allreduce of 262144 B: trial means" | sed 's/.*: //' | sort | uniq -c)
+  [ "$(echo "$picks" | wc -l)" = 1 ] && [ "$(echo "$picks" | awk '{print $1}')" = "$p" ] || {
+    echo "P=$p: trial picks differ or are missing:"; echo "$picks"; exit 1; }
+  echo "P=$p with trials ok: every rank picked $(echo "$picks" | awk '{print $2}') for 256 KiB"
+done

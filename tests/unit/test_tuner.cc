@@ -2,11 +2,13 @@
 // picks (algorithm and chunk) against the simulator and against measured crossovers.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include "collectives/registry.h"
 #include "collectives/simulate.h"
 #include "collectives/tuner/select.h"
+#include "collectives/tuner/trials.h"
 
 using namespace coral::sched;
 
@@ -219,4 +221,73 @@ TEST_CASE("a NIC shared by a host's ranks slows the algorithms where they all cr
   // shared NIC orders them the same way.
   CHECK(cost_hier(shared, s) < cost_ring(shared, s));
   CHECK(cost_ring(shared, s) < cost_rd(shared, s));
+}
+
+TEST_CASE("trials time only close rivals, the model's pick first, and never against an override") {
+  TuneParams t;
+  t.single_host = true;
+  CHECK(trial_candidates(args(Coll::AllReduce, 8, 64 << 10), t).empty());  // off by default
+  t.trials = true;
+  std::vector<Algo> c = trial_candidates(args(Coll::AllReduce, 8, 64 << 10), t);
+  REQUIRE(c.size() >= 2);
+  CHECK(c.size() <= 4);
+  CHECK(c.front() == select_algo(args(Coll::AllReduce, 8, 64 << 10), t));
+  CHECK(std::count(c.begin(), c.end(), Algo::TwoShot) == 1);
+  CHECK(std::count(c.begin(), c.end(), Algo::Rhd) == 1);
+  // rhd folds a whole extra vector when P is not a power of two: not a rival at P=6.
+  c = trial_candidates(args(Coll::AllReduce, 6, 1 << 20), t);
+  CHECK(std::count(c.begin(), c.end(), Algo::Rhd) == 0);
+  CHECK(std::count(c.begin(), c.end(), Algo::Ring) == 1);
+  CHECK(trial_candidates(args(Coll::AllReduce, 8, 8), t).empty());        // latency-bound
+  CHECK(trial_candidates(args(Coll::AllReduce, 2, 1 << 20), t).empty());  // nothing to choose
+  CHECK(trial_candidates(args(Coll::Broadcast, 8, 1 << 20), t).empty());
+  TuneParams forced = t;
+  forced.forced = Algo::Ring;
+  CHECK(trial_candidates(args(Coll::AllReduce, 8, 1 << 20), forced).empty());
+  TuneParams ruled = t;
+  ruled.rules = parse_overrides("allreduce:1M-2M:rhd").rules;
+  CHECK(trial_candidates(args(Coll::AllReduce, 8, 1 << 20), ruled).empty());
+  CHECK_FALSE(trial_candidates(args(Coll::AllReduce, 8, 2 << 20), ruled).empty());
+  // Across hosts the cost model names the rivals; the hierarchical one is among them for large calls.
+  TuneParams hosts = t;
+  hosts.single_host = false;
+  hosts.hosts = 2;
+  c = trial_candidates(args(Coll::AllReduce, 4, 64 << 20), hosts);
+  REQUIRE(!c.empty());
+  CHECK(c.front() == select_algo(args(Coll::AllReduce, 4, 64 << 20), hosts));
+  CHECK(std::count(c.begin(), c.end(), Algo::Hier) == 1);
+}
+
+TEST_CASE("a trial runs each candidate in blocks, keeps each one's better pass and picks the cheapest") {
+  Trial tr({Algo::TwoShot, Algo::Rhd, Algo::Ring}, TrialShape{2, 2, 2});
+  // Per pass: each candidate gets two warm-up calls and two timed ones, back to back.
+  const Algo order[] = {Algo::TwoShot, Algo::Rhd, Algo::Ring};
+  // Pass 1: rhd looks worst (a slow start); pass 2: rhd is the fastest. Warm-ups are huge and
+  // must not count.
+  const double pass_times[2][3] = {{3, 9, 4}, {3, 1, 4}};
+  int calls = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int k = 0; k < 3; ++k)
+      for (int i = 0; i < 4; ++i) {
+        CHECK(tr.current() == order[k]);
+        bool last = tr.record(i < 2 ? 100.0 : pass_times[pass][k] + 0.1 * (i - 1));
+        CHECK(last == (++calls == 24));
+      }
+  CHECK_FALSE(tr.decided());
+  std::vector<double> s = tr.scores();
+  REQUIRE(s.size() == 3);
+  CHECK(s[0] == Approx(3.15));  // the mean of the timed calls
+  CHECK(s[1] == Approx(1.15));
+  CHECK(s[2] == Approx(4.15));
+  tr.decide(s);
+  CHECK(tr.decided());
+  CHECK(tr.pick() == Algo::Rhd);
+  CHECK_FALSE(tr.record(1.0));  // decided: nothing more is timed
+  // The cost model's pick (the first) stays unless a rival is clearly faster.
+  Trial tie({Algo::TwoShot, Algo::Rhd, Algo::Ring}, TrialShape{1, 1, 1});
+  tie.decide({2.0, 1.95, 2.0});
+  CHECK(tie.pick() == Algo::TwoShot);
+  tie.decide({2.0, 1.85, 1.8});
+  CHECK(tie.pick() == Algo::Ring);
+  CHECK_THROWS(tie.decide({1.0}));
 }

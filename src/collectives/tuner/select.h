@@ -21,6 +21,7 @@ struct TuneParams {
   // 100 Gb/s-class network (alpha seconds, beta seconds per byte).
   LinkModel intra{1e-6, 1 / 20e9}, inter{5e-6, 1 / 12.5e9};
   int nic_share = 1;  // ranks of a host behind one NIC (see ClusterModel)
+  bool trials = false;  // CORAL_TUNE_TRIALS: time the close rivals on first calls (trials.h)
 };
 
 Algo select_algo(const CollArgs& a, const TuneParams& t);
