@@ -1,7 +1,7 @@
 #!/bin/bash
 # Every collective, exactly checked (mp_check), across emulated hosts: 2 hosts x 2 ranks and
 # 4 hosts x 1 rank, for each network transport built, with the tuner's choice and with forced
-# multi-host algorithms; IPv6 once; striped sockets once.
+# multi-host algorithms; IPv6 once; striped sockets once; trials (CORAL_TUNE_TRIALS) once.
 # usage: collectives.sh CORAL_RUN MP_CHECK TRANSPORT...
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -43,4 +43,6 @@ done
 if [[ " $* " == *" tcp "* ]]; then
   check "tcp over IPv6, 3 sockets per pair" 4 1 CORAL_TRANSPORT=tcp CORAL_SOCKET_NSOCKS=3 CORAL_SOCKET_FAMILY=ipv6 JOB_ROOT="[fd77::1]:29500"
   check "tcp, 2 helper threads over 2 sockets per pair" 2 2 CORAL_TRANSPORT=shm,tcp CORAL_SOCKET_NSOCKS=2 CORAL_SOCKET_NTHREADS=2
+  # mp_check's repeated all-reduce runs a whole trial across hosts: candidates from the cost model.
+  check "tcp, tuner with trials" 2 2 CORAL_TRANSPORT=shm,tcp CORAL_TUNE_TRIALS=1
 fi
