@@ -266,7 +266,7 @@ bool Communicator::tuning(const sched::CollArgs& args) const {
 }
 
 sched::Trial* Communicator::trial_for(const sched::CollArgs& args) {
-  if (!tune_.trials) return nullptr;
+  if (!tune_.trials || agreeing_) return nullptr;
   const std::pair<int, int> key{static_cast<int>(args.coll), sched::trial_bucket(sched::message_bytes(args))};
   auto it = trials_.find(key);
   if (it == trials_.end()) {
@@ -281,7 +281,15 @@ void Communicator::agree(sched::Trial& trial, const sched::CollArgs& args, bool 
   std::vector<double> mine = trial.scores(), all(mine.size());
   // Max: exact in any order, so every rank decides from the same numbers.
   Call c = make_call(sched::Coll::AllReduce, mine.data(), all.data(), mine.size(), coralFloat64, coralMax, 0);
-  execute(c, background);
+  // The agreement is no trial's call, whatever its size (CORAL_SMALL_BYTES may be 0).
+  agreeing_ = true;
+  try {
+    execute(c, background);
+  } catch (...) {
+    agreeing_ = false;
+    throw;
+  }
+  agreeing_ = false;
   trial.decide(all);
   std::string times;
   for (size_t i = 0; i < all.size(); ++i)
@@ -324,7 +332,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
   const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root, max_bytes};
   sched::Trial* trial = nullptr;
   if (!last_ || key != last_key_) {
-    sched::Algo algo = choose(a);
+    sched::Algo algo = sched::select_algo(a, tune_);
     if (!device && (trial = trial_for(a)) != nullptr) {
       if (trial->decided()) {
         algo = trial->pick();

@@ -149,6 +149,7 @@ class Communicator {
   // Per (collective, trial_bucket): the trial of that size class, running or decided. Touched
   // by calls under exec_mu_; choose() and tuning() read it between calls.
   std::map<std::pair<int, int>, sched::Trial> trials_;
+  bool agreeing_ = false;  // inside agree(): its all-reduce runs the cost model's pick
   // The last call's shape and its chunk limit, and what it was given: a cache_ entry
   // (schedule_for() only clears cache_ on a miss, which sets last_ again).
   using CallKey = std::tuple<int, size_t, int, int, int, size_t>;

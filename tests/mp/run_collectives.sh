@@ -13,8 +13,11 @@ out=$(CORAL_CMA_BYTES=0 CORAL_SHM_SLOT_BYTES=8K CORAL_SHM_NSLOTS=2 "$coral_run" 
   echo "P=3 without CMA, 8K slots failed:"; echo "$out" | tail -20; exit 1; }
 echo "P=3 without CMA, 2 slots of 8K ok"
 # Trials: the repeated all-reduce runs through a whole trial; every rank logs the same pick.
+# At P=3 every size is tried (CORAL_SMALL_BYTES=0), the agreements' own 8-32 byte all-reduces too.
 for p in 3 8; do
-  out=$(CORAL_TUNE_TRIALS=1 CORAL_DEBUG=INFO CORAL_DEBUG_SUBSYS=TUNE "$coral_run" -n $p "$prog" 2>&1) || {
+  small=4K
+  [ $p = 3 ] && small=0
+  out=$(CORAL_SMALL_BYTES=$small CORAL_TUNE_TRIALS=1 CORAL_DEBUG=INFO CORAL_DEBUG_SUBSYS=TUNE "$coral_run" -n $p "$prog" 2>&1) || {
     echo "P=$p with trials failed:"; echo "$out" | tail -20; exit 1; }
   picks=$(echo "$out" | grep "allreduce of 262144 B: trial means" | sed 's/.*: //' | sort | uniq -c)
   [ "$(echo "$picks" | wc -l)" = 1 ] && [ "$(echo "$picks" | awk '{print $1}')" = "$p" ] || {

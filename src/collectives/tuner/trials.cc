@@ -82,7 +82,7 @@ Trial::Trial(std::vector<Algo> candidates, TrialShape shape)
 }
 
 bool Trial::record(double seconds) {
-  if (decided()) return false;
+  if (decided() || block() >= times_.size()) return false;
   if (calls_ % static_cast<size_t>(shape_.warmup + shape_.rounds) >= static_cast<size_t>(shape_.warmup))
     times_[block()].push_back(seconds);
   ++calls_;
