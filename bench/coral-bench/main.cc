@@ -293,6 +293,9 @@ int main(int argc, char** argv) {
   }
   if (rank == 0) {
     print_footer(o, rows);
+    // What the trials found, in the form that fixes it for later runs without trials.
+    const std::string picks = coral::unwrap(g_comm).trial_overrides();
+    if (!picks.empty() && !o.csv) std::printf("# Trials' picks as CORAL_ALGO: %s\n", picks.c_str());
     if (!o.json.empty()) write_json(o, nranks, bound, rows);
     if (!o.plot.empty()) {
       std::string err = write_plot(o, nranks, bound, rows);

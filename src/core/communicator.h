@@ -83,6 +83,8 @@ class Communicator {
   // True while calls of this shape still run trials (CORAL_TUNE_TRIALS): a benchmark keeps
   // warming up until they end. Every rank answers the same after the same calls.
   bool tuning(const sched::CollArgs& args) const;
+  // The trials' picks so far as a CORAL_ALGO value (sched::as_overrides).
+  std::string trial_overrides() const { return sched::as_overrides(trials_); }
   // Name of the transport that carries traffic to peer ("self" for this rank).
   const std::string& transport_of(int peer) const { return transport_of_[peer]; }
   // The largest message the transports take: the chunk for algorithms without a pipeline.
@@ -148,7 +150,7 @@ class Communicator {
   std::map<CacheKey, Cached> cache_;
   // Per (collective, trial_bucket): the trial of that size class, running or decided. Touched
   // by calls under exec_mu_; choose() and tuning() read it between calls.
-  std::map<std::pair<int, int>, sched::Trial> trials_;
+  sched::Trials trials_;
   bool agreeing_ = false;  // inside agree(): its all-reduce runs the cost model's pick
   // The last call's shape and its chunk limit, and what it was given: a cache_ entry
   // (schedule_for() only clears cache_ on a miss, which sets last_ again).

@@ -33,6 +33,17 @@ csv=$("$run" -n 2 --no-prefix "$bench" "${quick[@]}" --csv) || fail "csv run"
 [ "$(echo "$csv" | head -1 | cut -d, -f1-5)" = "size,count,type,redop,root" ] || fail "CSV header: $csv"
 [ "$(echo "$csv" | wc -l)" -eq 7 ] || fail "CSV rows: $csv"
 
+# Trials: the warm-up runs through them (the algorithm column is the pick), the picks come out
+# as a CORAL_ALGO value, and a run with that value makes the same choices without trials.
+out=$(CORAL_TUNE_TRIALS=1 "$run" -n 4 --no-prefix "$bench" -b 64K -e 1M -f 4 -n 2 -w 1) || fail "trials run: $out"
+echo "$out" | python3 "$here/parse_nccl.py" 4 allreduce || fail "trials output"
+picks=$(echo "$out" | sed -n "s/^# Trials' picks as CORAL_ALGO: //p")
+[[ "$picks" == allreduce:64K-128K:*,256K-512K:*,1M-2M:* ]] || fail "trials' picks: '$picks' in $out"
+fixed=$(CORAL_ALGO="$picks" "$run" -n 4 --no-prefix "$bench" -b 64K -e 1M -f 4 -n 2 -w 1) || fail "CORAL_ALGO=$picks: $fixed"
+[ "$(echo "$out" | awk '/^ +[0-9]/ {print $(NF-2)}')" = "$(echo "$fixed" | awk '/^ +[0-9]/ {print $(NF-2)}')" ] ||
+  fail "CORAL_ALGO=$picks chose otherwise: $fixed"
+echo "$fixed" | grep -q "Trials' picks" && fail "picks printed without trials"
+
 # --device on the stand-in GPU: stream-ordered calls, every collective checked, in and out of place.
 for t in allreduce reducescatter allgather broadcast reduce; do
   out=$(CORAL_GPU_EMULATE=1 "$run" -n 3 --no-prefix "$bench" --device -t $t -b 8 -e 1M -f 64 -n 2 -w 1 -d all 2>&1) ||

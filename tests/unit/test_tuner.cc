@@ -291,3 +291,31 @@ TEST_CASE("a trial runs each candidate in blocks, keeps each one's better pass a
   CHECK(tie.pick() == Algo::Ring);
   CHECK_THROWS(tie.decide({1.0}));
 }
+
+TEST_CASE("the trials' picks read back through CORAL_ALGO as the same choices") {
+  Trials trials;
+  auto decided = [&](Coll c, size_t bytes, Algo pick) {
+    Trial t({pick, Algo::Ring}, TrialShape{0, 1, 1});
+    t.decide({1.0, 2.0});
+    trials.emplace(std::make_pair(static_cast<int>(c), trial_bucket(bytes)), t);
+  };
+  CHECK(as_overrides(trials).empty());
+  decided(Coll::AllReduce, 20 << 10, Algo::OneShot);   // [16K, 32K)
+  decided(Coll::AllReduce, 40 << 10, Algo::OneShot);   // [32K, 64K): merged with the one before
+  decided(Coll::AllReduce, 300 << 10, Algo::Rhd);      // [256K, 512K): a gap before it
+  decided(Coll::AllReduce, 5u << 20, Algo::TwoShot);   // [4M, 8M)
+  trials.emplace(std::make_pair(static_cast<int>(Coll::AllReduce), trial_bucket(100 << 10)),
+                 Trial({Algo::Rhd}, TrialShape{0, 1, 1}));  // still running: left out
+  const std::string text = as_overrides(trials);
+  CHECK(text == "allreduce:16K-64K:oneshot,256K-512K:rhd,4M-8M:twoshot");
+  TuneParams t;
+  t.single_host = true;
+  t.rules = parse_overrides(text).rules;
+  CHECK(select_algo(args(Coll::AllReduce, 8, 16 << 10), t) == Algo::OneShot);
+  CHECK(select_algo(args(Coll::AllReduce, 8, (64 << 10) - 4), t) == Algo::OneShot);
+  CHECK(select_algo(args(Coll::AllReduce, 8, 256 << 10), t) == Algo::Rhd);
+  CHECK(select_algo(args(Coll::AllReduce, 8, 6u << 20), t) == Algo::TwoShot);
+  TuneParams none = t;
+  none.rules.clear();
+  CHECK(select_algo(args(Coll::AllReduce, 8, 100 << 10), t) == select_algo(args(Coll::AllReduce, 8, 100 << 10), none));
+}

@@ -1,5 +1,7 @@
 #include "collectives/tuner/trials.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <numeric>
@@ -109,6 +111,48 @@ void Trial::decide(const std::vector<double>& agreed) {
   // The model's pick stays unless a rival beats it clearly: a near tie is noise here, and
   // staying keeps the choice the same from run to run more often.
   pick_ = agreed[best] < kTrialMargin * agreed[0] ? cand_[best] : cand_[0];
+}
+
+namespace {
+
+std::string size_text(size_t b) {
+  for (auto [unit, suffix] : {std::pair<size_t, const char*>{1ull << 30, "G"}, {1u << 20, "M"}, {1u << 10, "K"}})
+    if (b >= unit && b % unit == 0) return std::to_string(b / unit) + suffix;
+  return std::to_string(b);
+}
+
+}  // namespace
+
+std::string as_overrides(const Trials& trials) {
+  std::string out;
+  int coll = -1;
+  size_t lo = 0, hi = 0;
+  Algo algo = Algo::Auto;
+  auto flush = [&] {
+    if (algo == Algo::Auto) return;
+    out += fmt::format("{}-{}:{}", size_text(lo), size_text(hi), algo_name(algo));
+  };
+  for (const auto& [key, trial] : trials) {  // ordered by collective, then by size
+    if (!trial.decided()) continue;
+    const size_t b_lo = key.second == 0 ? 0 : size_t{1} << (key.second - 1), b_hi = size_t{1} << key.second;
+    if (key.first == coll && b_lo == hi && trial.pick() == algo) {
+      hi = b_hi;
+      continue;
+    }
+    flush();
+    if (key.first != coll) {
+      if (!out.empty()) out += ";";
+      out += fmt::format("{}:", coll_name(static_cast<Coll>(key.first)));
+    } else {
+      out += ",";
+    }
+    coll = key.first;
+    lo = b_lo;
+    hi = b_hi;
+    algo = trial.pick();
+  }
+  flush();
+  return out;
 }
 
 }  // namespace coral::sched

@@ -21,6 +21,9 @@
 // algorithm on every call, and each algorithm gives every rank the same bits.
 #pragma once
 #include <cstddef>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/tuner/select.h"
@@ -68,5 +71,12 @@ class Trial {
   std::vector<std::vector<double>> times_;  // per block: its timed calls
   Algo pick_ = Algo::Auto;
 };
+
+// A communicator's trials, per (collective, trial_bucket).
+using Trials = std::map<std::pair<int, int>, Trial>;
+
+// The decided picks as a CORAL_ALGO value (size ranges, neighbours with one pick merged), so a
+// later run can fix what trials found without running them; empty when none is decided.
+std::string as_overrides(const Trials& trials);
 
 }  // namespace coral::sched
