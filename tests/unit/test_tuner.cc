@@ -107,7 +107,7 @@ TEST_CASE("simulator matches the closed forms of ring, recursive doubling, rhd a
   CHECK(bus_factor(Coll::Broadcast, 4) == Approx(1));
 }
 
-TEST_CASE("on one host the tuner takes one-shot, then two-shot, with rhd in between for powers of two") {
+TEST_CASE("on one host the tuner takes one-shot, then rhd or two-shot, then (above 4 ranks) the ring") {
   TuneParams t;
   t.single_host = true;
   auto pick = [&](int p, size_t bytes) { return select_algo(args(Coll::AllReduce, p, bytes), t); };
@@ -119,18 +119,27 @@ TEST_CASE("on one host the tuner takes one-shot, then two-shot, with rhd in betw
   CHECK(pick(4, (16 << 10) + 4) == Algo::OneShot);
   CHECK(pick(4, 32 << 10) == Algo::TwoShot);
   CHECK(pick(8, 8 << 10) == Algo::OneShot);
-  CHECK(pick(8, 16 << 10) == Algo::TwoShot);
+  CHECK(pick(8, 16 << 10) == Algo::Rhd);  // past one-shot, rhd below 128 KiB for P > 4
+  CHECK(pick(6, 16 << 10) == Algo::TwoShot);
   CHECK(pick(2, 64 << 10) == Algo::OneShot);
   CHECK(pick(2, (64 << 10) + 4) == Algo::TwoShot);
   t.single_host = false;
   CHECK(pick(4, 8 << 10) != Algo::OneShot);  // across hosts the peers' reads are network sends
   t.single_host = true;
+  CHECK(pick(4, 128 << 10) == Algo::TwoShot);
   CHECK(pick(4, 256 << 10) == Algo::Rhd);
-  CHECK(pick(8, (4 << 20) - 4) == Algo::Rhd);
-  CHECK(pick(8, 4 << 20) == Algo::TwoShot);
   CHECK(pick(4, 16 << 20) == Algo::Rhd);      // at P=4 up to 32 MiB
   CHECK(pick(4, 32 << 20) == Algo::TwoShot);
-  CHECK(pick(6, 1 << 20) == Algo::TwoShot);  // not a power of two
+  CHECK(pick(3, 1 << 20) == Algo::TwoShot);   // not a power of two
+  // Above 4 ranks the ring takes over from S = max(128 KiB, 256 P^3).
+  CHECK(pick(8, (128 << 10) - 4) == Algo::Rhd);
+  CHECK(pick(8, 128 << 10) == Algo::Ring);
+  CHECK(pick(8, 64 << 20) == Algo::Ring);
+  CHECK(pick(6, 64 << 10) == Algo::TwoShot);
+  CHECK(pick(6, 128 << 10) == Algo::Ring);
+  CHECK(pick(16, 64 << 10) == Algo::Rhd);
+  CHECK(pick(16, 512 << 10) == Algo::TwoShot);
+  CHECK(pick(16, 1 << 20) == Algo::Ring);
 }
 
 TEST_CASE("the tuner's chunk for pipelines beats the smallest and the largest in the simulator") {

@@ -28,17 +28,24 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     // at 16 KiB for P=8).
     if (oneshot && bytes * static_cast<size_t>(a.nranks - 1) <= t.oneshot_read_bytes) return Algo::OneShot;
     // Over shared memory every pair is equally close, so the direct two-shot moves the ring's
-    // bytes with 2 rounds of waiting instead of 2(P-1). From 256 KiB Rabenseifner's pairwise
-    // exchanges measured faster (its halves stay in cache) while the vector fits the last-level
-    // cache: at P=4 by 8-15% up to 16 MiB, level at 64 MiB. Its 2 log2(P) rounds of waiting
-    // cost more the more ranks share a core: at P=8 it measured level from 1 to 16 MiB, 2-23%
-    // ahead at 256 KiB in one session and 14% behind in another, 17% behind at 64 MiB; so 4 MiB
-    // stays its bound there (paired runs, bench/tuner/sweep.sh). With P not a power of two
-    // rhd's folding costs a whole extra vector, so only then.
+    // bytes with 2 rounds of waiting instead of 2(P-1). At P=4, from 256 KiB Rabenseifner's
+    // pairwise exchanges measured faster (its halves stay in cache) while the vector fits the
+    // last-level cache: by 8-15% up to 16 MiB, level at 64 MiB. With P not a power of two rhd's
+    // folding costs a whole extra vector, so only then.
     if (t.single_host) {
       const bool pof2 = (a.nranks & (a.nranks - 1)) == 0;
-      const size_t rhd_max = a.nranks <= 4 ? (32u << 20) : (4u << 20);
-      return pof2 && a.nranks >= 4 && bytes >= (256u << 10) && bytes < rhd_max ? Algo::Rhd : Algo::TwoShot;
+      if (a.nranks <= 4)
+        return pof2 && a.nranks == 4 && bytes >= (256u << 10) && bytes < (32u << 20) ? Algo::Rhd : Algo::TwoShot;
+      // More ranks than 4 (P=6, 8 and 16 on 2 cores, paired runs, two sessions): rhd leads
+      // below 128 KiB (at P=8 by 1.2-1.4x over two-shot at 32-64 KiB, at P=16 by 1.25-1.45x),
+      // and loses from there (1.1-1.4x behind). The ring then leads once S reaches 256 P^3
+      // bytes, from 128 KiB up to P=8 and from 1 MiB at P=16 (two-shot 1.07-1.18x behind it
+      // at 2-8 MiB): its 2(P-1) waits cost more the more ranks share a core, so its crossover
+      // grows fast with P. In an earlier session with 3-4x dearer context switches the ring ran
+      // 1.4-2.3x behind at 64-256 KiB: CORAL_TUNE_TRIALS follows such a machine.
+      const double p = a.nranks;
+      if (static_cast<double>(bytes) >= std::max(128.0 * 1024, 256 * p * p * p)) return Algo::Ring;
+      return pof2 && bytes < (128u << 10) ? Algo::Rhd : Algo::TwoShot;
     }
     // Across hosts the link classes differ: price recursive doubling, Rabenseifner, the ring and
     // the hierarchical composition with the alpha-beta model and take the cheapest.

@@ -40,13 +40,14 @@ std::vector<Algo> trial_candidates(const CollArgs& a, const TuneParams& t) {
   if (t.single_host) {
     // The sweeps' winners past small_bytes (bench/tuner/results.txt and its history): one-shot
     // a little past its read bound, recursive doubling to tens of KiB at P=8, then two-shot,
-    // rhd and the ring (the hierarchical schedule on one host is a ring), by session.
+    // rhd and the ring from 128 KiB (the hierarchical schedule on one host is a ring), by
+    // session.
     const size_t reads = bytes * static_cast<size_t>(a.nranks - 1);
     if (a.nranks <= t.oneshot_max_ranks && reads <= 4 * t.oneshot_read_bytes) add(c, Algo::OneShot);
     if (bytes <= (64u << 10)) add(c, Algo::RecursiveDoubling);
     add(c, Algo::TwoShot);
     if (pof2) add(c, Algo::Rhd);
-    if (bytes >= (256u << 10)) add(c, Algo::Ring);
+    if (bytes >= (128u << 10)) add(c, Algo::Ring);
   } else {
     // Across hosts: whatever the cost model prices within 2x of its best.
     ClusterModel m{a.nranks, std::max(1, a.nranks / std::max(1, t.hosts)), t.intra, t.inter, t.nic_share};
