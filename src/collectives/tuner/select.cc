@@ -2,19 +2,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "kernels/reduce.h"
 
 namespace coral::sched {
 
-Algo select_algo(const CollArgs& a, const TuneParams& t) {
+std::optional<Algo> user_choice(const CollArgs& a, const TuneParams& t) {
   if (!t.rules.empty()) {
     size_t bytes = message_bytes(a);
     for (const SizeRule& r : t.rules)
       if (r.coll == a.coll && bytes >= r.lo && bytes < r.hi) return r.algo;
   }
   if (t.forced != Algo::Auto && supports(a.coll, t.forced)) return t.forced;
+  return std::nullopt;
+}
+
+Algo select_algo(const CollArgs& a, const TuneParams& t) {
+  if (std::optional<Algo> user = user_choice(a, t)) return *user;
   if (a.coll == Coll::AllReduce) {
     size_t bytes = a.count * kernels::dtype_size(a.dtype);
     // Small messages are latency-bound: one-shot waits once (for all peers at the same time),

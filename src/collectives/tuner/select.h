@@ -1,5 +1,7 @@
 // Chooses the algorithm for one call: a pure function of the call and the tuning parameters.
 #pragma once
+#include <optional>
+
 #include "collectives/registry.h"
 #include "collectives/tuner/cost.h"
 #include "collectives/tuner/override.h"
@@ -24,6 +26,8 @@ struct TuneParams {
   bool trials = false;  // CORAL_TUNE_TRIALS: time the close rivals on first calls (trials.h)
 };
 
+// CORAL_ALGO's answer for this call (a size range first, then the one name), if it has one.
+std::optional<Algo> user_choice(const CollArgs& a, const TuneParams& t);
 Algo select_algo(const CollArgs& a, const TuneParams& t);
 
 // The pipelining chunk in bytes for algo, at most max_bytes (the transports' largest message).

@@ -14,14 +14,6 @@ namespace coral::sched {
 
 namespace {
 
-bool overridden(const CollArgs& a, const TuneParams& t) {
-  if (t.forced != Algo::Auto && supports(a.coll, t.forced)) return true;
-  const size_t bytes = message_bytes(a);
-  for (const SizeRule& r : t.rules)
-    if (r.coll == a.coll && bytes >= r.lo && bytes < r.hi) return true;
-  return false;
-}
-
 void add(std::vector<Algo>& v, Algo a) {
   if (std::find(v.begin(), v.end(), a) == v.end()) v.push_back(a);
 }
@@ -32,7 +24,7 @@ std::vector<Algo> trial_candidates(const CollArgs& a, const TuneParams& t) {
   std::vector<Algo> c;
   // Only the all-reduce has rivals close enough to need a clock; up to small_bytes one-shot
   // (or recursive doubling) wins by whole round trips, and two ranks leave nothing to choose.
-  if (!t.trials || a.coll != Coll::AllReduce || a.nranks < 3 || overridden(a, t)) return c;
+  if (!t.trials || a.coll != Coll::AllReduce || a.nranks < 3 || user_choice(a, t)) return c;
   const size_t bytes = a.count * kernels::dtype_size(a.dtype);
   if (bytes <= t.small_bytes) return c;
   c.push_back(select_algo(a, t));
@@ -60,7 +52,7 @@ std::vector<Algo> trial_candidates(const CollArgs& a, const TuneParams& t) {
     for (const auto& [cost, algo] : priced)
       if (cost <= 2 * priced.front().first) add(c, algo);
   }
-  if (c.size() > 4) c.resize(4);  // each candidate costs rounds + 1 calls
+  if (c.size() > 4) c.resize(4);  // each candidate costs (warmup + rounds) x passes calls
   if (c.size() < 2) c.clear();
   return c;
 }
