@@ -15,6 +15,7 @@
 #include "gpu/mem_ops.h"
 #include "core/host_id.h"
 #include "core/log.h"
+#include "core/wait.h"
 #include "kernels/reduce.h"
 
 namespace coral {
@@ -70,7 +71,7 @@ class Monitor : public WaitMonitor {
 
 // The settings that decide which schedule a call runs. Ranks that disagree on one would run
 // different schedules and wait on each other until the timeout, so they are compared at start.
-std::vector<std::pair<std::string, std::string>> schedule_settings(const sched::TuneParams& t, size_t chunk) {
+std::vector<std::pair<std::string, std::string>> schedule_settings(const sched::TuneParams& t, size_t chunk, bool probe) {
   std::string algo = sched::algo_name(t.forced);
   for (const sched::SizeRule& r : t.rules)
     algo += fmt::format(";{}:{}-{}:{}", sched::coll_name(r.coll), r.lo, r.hi, sched::algo_name(r.algo));
@@ -78,7 +79,7 @@ std::vector<std::pair<std::string, std::string>> schedule_settings(const sched::
           {"CORAL_SMALL_BYTES", std::to_string(t.small_bytes)},
           {"CORAL_TUNE_TRIALS", t.trials ? "1" : "0"},
           {"CORAL_CHUNK_BYTES", std::to_string(chunk)},
-          {"CORAL_TUNE_PROBE", config::get_int("CORAL_TUNE_PROBE") != 0 ? "1" : "0"}};
+          {"CORAL_TUNE_PROBE", probe ? "1" : "0"}};
 }
 
 // One line each: nranks, pid, the schedule settings' values, then the host id (the rest).
@@ -107,7 +108,8 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
 
   transport::PeerInfo me{rank, static_cast<int>(getpid()), host_id()};
-  const auto settings = schedule_settings(tune_, chunk_override_);
+  const bool probe = config::get_int("CORAL_TUNE_PROBE") != 0;
+  const auto settings = schedule_settings(tune_, chunk_override_, probe);
   auto infos = store_allgather(*store_, prefix + "/info", rank, nranks, to_bytes(encode_info(me, nranks, settings)), timeout);
   std::vector<transport::PeerInfo>& peers = peers_;
   peers.resize(nranks);
@@ -183,7 +185,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   p2p_seq_recv_.assign(nranks, 0);
   // Host-memory transports: the ranks of a host share its network interface.
   tune_.nic_share = std::max(1, nranks / std::max(1, tune_.hosts));
-  if (tune_.hosts > 1 && config::get_int("CORAL_TUNE_PROBE") != 0) probe_links();
+  if (tune_.hosts > 1 && probe) probe_links();
   store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
   log::info(log::Init, "communicator ready: rank {} of {}", rank, nranks);
 }
@@ -253,7 +255,7 @@ Communicator::~Communicator() {
 
 sched::Algo Communicator::choose(const sched::CollArgs& args) const {
   if (tune_.trials) {
-    auto it = trials_.find({static_cast<int>(args.coll), sched::trial_bucket(sched::message_bytes(args))});
+    auto it = trials_.find(sched::trial_key(args));
     if (it != trials_.end() && it->second.decided()) return it->second.pick();
   }
   return sched::select_algo(args, tune_);
@@ -261,13 +263,13 @@ sched::Algo Communicator::choose(const sched::CollArgs& args) const {
 
 bool Communicator::tuning(const sched::CollArgs& args) const {
   if (sched::trial_candidates(args, tune_).empty()) return false;
-  auto it = trials_.find({static_cast<int>(args.coll), sched::trial_bucket(sched::message_bytes(args))});
+  auto it = trials_.find(sched::trial_key(args));
   return it == trials_.end() || !it->second.decided();
 }
 
 sched::Trial* Communicator::trial_for(const sched::CollArgs& args) {
   if (!tune_.trials || agreeing_) return nullptr;
-  const std::pair<int, int> key{static_cast<int>(args.coll), sched::trial_bucket(sched::message_bytes(args))};
+  const std::pair<int, int> key = sched::trial_key(args);
   auto it = trials_.find(key);
   if (it == trials_.end()) {
     std::vector<sched::Algo> c = sched::trial_candidates(args, tune_);
@@ -281,15 +283,11 @@ void Communicator::agree(sched::Trial& trial, const sched::CollArgs& args, bool 
   std::vector<double> mine = trial.scores(), all(mine.size());
   // Max: exact in any order, so every rank decides from the same numbers.
   Call c = make_call(sched::Coll::AllReduce, mine.data(), all.data(), mine.size(), coralFloat64, coralMax, 0);
-  // The agreement is no trial's call, whatever its size (CORAL_SMALL_BYTES may be 0).
-  agreeing_ = true;
-  try {
+  {
+    // The agreement is no trial's call, whatever its size (CORAL_SMALL_BYTES may be 0).
+    Override<bool> agreeing(agreeing_, true);
     execute(c, background);
-  } catch (...) {
-    agreeing_ = false;
-    throw;
   }
-  agreeing_ = false;
   trial.decide(all);
   std::string times;
   for (size_t i = 0; i < all.size(); ++i)

@@ -19,6 +19,16 @@ std::optional<Algo> user_choice(const CollArgs& a, const TuneParams& t) {
   return std::nullopt;
 }
 
+std::vector<std::pair<double, Algo>> priced_allreduce(const CollArgs& a, const TuneParams& t) {
+  ClusterModel m{a.nranks, std::max(1, a.nranks / std::max(1, t.hosts)), t.intra, t.inter, t.nic_share};
+  const double s = static_cast<double>(a.count * kernels::dtype_size(a.dtype));
+  std::vector<std::pair<double, Algo>> priced{
+      {cost_rd(m, s), Algo::RecursiveDoubling}, {cost_rhd(m, s), Algo::Rhd}, {cost_ring(m, s), Algo::Ring}};
+  if (a.nranks > t.hosts) priced.emplace_back(cost_hier(m, s), Algo::Hier);
+  std::sort(priced.begin(), priced.end());
+  return priced;
+}
+
 Algo select_algo(const CollArgs& a, const TuneParams& t) {
   if (std::optional<Algo> user = user_choice(a, t)) return *user;
   if (a.coll == Coll::AllReduce) {
@@ -41,8 +51,9 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     if (t.single_host) {
       const bool pof2 = (a.nranks & (a.nranks - 1)) == 0;
       if (a.nranks <= 4)
-        return pof2 && a.nranks == 4 && bytes >= (256u << 10) && bytes < (32u << 20) ? Algo::Rhd : Algo::TwoShot;
-      // More ranks than 4 (P=6, 8 and 16 on 2 cores, paired runs, two sessions): rhd leads
+        return a.nranks == 4 && bytes >= (256u << 10) && bytes < (32u << 20) ? Algo::Rhd : Algo::TwoShot;
+      // More ranks than 4 (paired runs on 2 cores at P=6, 8 and 16; P=8 agreed with the sweeps
+      // of two sessions): rhd leads
       // below 128 KiB (at P=8 by 1.2-1.4x over two-shot at 32-64 KiB, at P=16 by 1.25-1.45x),
       // and loses from there (1.1-1.4x behind). The ring then leads once S reaches 256 P^3
       // bytes, from 128 KiB up to P=8 and from 1 MiB at P=16 (two-shot 1.07-1.18x behind it
@@ -53,15 +64,8 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
       if (static_cast<double>(bytes) >= std::max(128.0 * 1024, 256 * p * p * p)) return Algo::Ring;
       return pof2 && bytes < (128u << 10) ? Algo::Rhd : Algo::TwoShot;
     }
-    // Across hosts the link classes differ: price recursive doubling, Rabenseifner, the ring and
-    // the hierarchical composition with the alpha-beta model and take the cheapest.
-    ClusterModel m{a.nranks, std::max(1, a.nranks / std::max(1, t.hosts)), t.intra, t.inter, t.nic_share};
-    double s = static_cast<double>(bytes);
-    std::pair<double, Algo> best{cost_rd(m, s), Algo::RecursiveDoubling};
-    best = std::min(best, {cost_rhd(m, s), Algo::Rhd});
-    best = std::min(best, {cost_ring(m, s), Algo::Ring});
-    if (a.nranks > t.hosts) best = std::min(best, {cost_hier(m, s), Algo::Hier});
-    return best.second;
+    // Across hosts the link classes differ: the cost model's cheapest.
+    return priced_allreduce(a, t).front().second;
   }
   if (a.coll == Coll::Broadcast || a.coll == Coll::Reduce) {
     // Binomial trees: log P hops against the chain's P-1; the chain's pipeline wins large ones.

@@ -1,6 +1,8 @@
 // Chooses the algorithm for one call: a pure function of the call and the tuning parameters.
 #pragma once
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "collectives/registry.h"
 #include "collectives/tuner/cost.h"
@@ -29,6 +31,9 @@ struct TuneParams {
 // CORAL_ALGO's answer for this call (a size range first, then the one name), if it has one.
 std::optional<Algo> user_choice(const CollArgs& a, const TuneParams& t);
 Algo select_algo(const CollArgs& a, const TuneParams& t);
+// Across hosts: the alpha-beta price of each all-reduce algorithm the cost model knows (the
+// hierarchical one where a host has several ranks), cheapest first.
+std::vector<std::pair<double, Algo>> priced_allreduce(const CollArgs& a, const TuneParams& t);
 
 // The pipelining chunk in bytes for algo, at most max_bytes (the transports' largest message).
 // Chains take the chunk c that minimises (d + S/c - 1)(alpha + c beta) over d = P - 1 hops:

@@ -42,13 +42,7 @@ std::vector<Algo> trial_candidates(const CollArgs& a, const TuneParams& t) {
     if (bytes >= (128u << 10)) add(c, Algo::Ring);
   } else {
     // Across hosts: whatever the cost model prices within 2x of its best.
-    ClusterModel m{a.nranks, std::max(1, a.nranks / std::max(1, t.hosts)), t.intra, t.inter, t.nic_share};
-    const double s = static_cast<double>(bytes);
-    std::vector<std::pair<double, Algo>> priced{{cost_rd(m, s), Algo::RecursiveDoubling},
-                                                {cost_rhd(m, s), Algo::Rhd},
-                                                {cost_ring(m, s), Algo::Ring}};
-    if (a.nranks > t.hosts) priced.emplace_back(cost_hier(m, s), Algo::Hier);
-    std::sort(priced.begin(), priced.end());
+    const std::vector<std::pair<double, Algo>> priced = priced_allreduce(a, t);
     for (const auto& [cost, algo] : priced)
       if (cost <= 2 * priced.front().first) add(c, algo);
   }
@@ -70,6 +64,10 @@ TrialShape trial_shape(size_t bytes) {
 
 int trial_bucket(size_t bytes) { return static_cast<int>(std::bit_width(bytes)); }
 
+std::pair<int, int> trial_key(const CollArgs& a) {
+  return {static_cast<int>(a.coll), trial_bucket(message_bytes(a))};
+}
+
 Trial::Trial(std::vector<Algo> candidates, TrialShape shape)
     : cand_(std::move(candidates)), shape_(shape), times_(cand_.size() * static_cast<size_t>(std::max(0, shape.passes))) {
   if (cand_.empty() || shape_.warmup < 0 || shape_.rounds < 1 || shape_.passes < 1)
@@ -77,7 +75,7 @@ Trial::Trial(std::vector<Algo> candidates, TrialShape shape)
 }
 
 bool Trial::record(double seconds) {
-  if (decided() || block() >= times_.size()) return false;
+  if (decided()) return false;
   if (calls_ % static_cast<size_t>(shape_.warmup + shape_.rounds) >= static_cast<size_t>(shape_.warmup))
     times_[block()].push_back(seconds);
   ++calls_;

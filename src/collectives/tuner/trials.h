@@ -39,8 +39,9 @@ struct TrialShape {
   int warmup, rounds, passes;
 };
 TrialShape trial_shape(size_t bytes);
-// The size class a trial's pick holds for.
+// The size class a trial's pick holds for, and a call's key in Trials: (collective, bucket).
 int trial_bucket(size_t bytes);
+std::pair<int, int> trial_key(const CollArgs& a);
 
 constexpr double kTrialMargin = 0.95;
 
@@ -72,7 +73,7 @@ class Trial {
   Algo pick_ = Algo::Auto;
 };
 
-// A communicator's trials, per (collective, trial_bucket).
+// A communicator's trials, by trial_key.
 using Trials = std::map<std::pair<int, int>, Trial>;
 
 // The decided picks as a CORAL_ALGO value (size ranges, neighbours with one pick merged), so a
