@@ -14,7 +14,7 @@
 #include "bench/coral-bench/report.h"
 #include "collectives/registry.h"
 #include "core/api_internal.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "gpu/runtime.h"
 
 using namespace bench;

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace bench {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "collectives/registry.h"
-#include "core/bootstrap/mem_store.h"
-#include "core/bootstrap/tcp_store.h"
+#include "bootstrap/mem_store.h"
+#include "bootstrap/tcp_store.h"
 #include "core/communicator.h"
 #include "kernels/reduce.h"
 

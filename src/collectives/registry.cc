@@ -1,7 +1,7 @@
 #include "collectives/registry.h"
 
 #include "collectives/builders.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace coral::sched {
 

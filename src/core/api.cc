@@ -5,13 +5,13 @@
 #include <map>
 #include <mutex>
 
-#include "core/bootstrap/launcher_env.h"
+#include "bootstrap/launcher_env.h"
 #include "core/api_internal.h"
-#include "core/bootstrap/tcp_store.h"
+#include "bootstrap/tcp_store.h"
 #include "core/communicator.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "gpu/runtime.h"
 #include "kernels/reduce.h"
 

@@ -8,14 +8,14 @@
 #include <optional>
 
 #include "collectives/registry.h"
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "core/executor.h"
 #include "core/gpu_state.h"
 #include "gpu/mem_ops.h"
-#include "core/host_id.h"
-#include "core/log.h"
-#include "core/wait.h"
+#include "base/host_id.h"
+#include "base/log.h"
+#include "base/wait.h"
 #include "kernels/reduce.h"
 
 namespace coral {

@@ -14,7 +14,7 @@
 #include "collectives/tuner/select.h"
 #include "collectives/tuner/trials.h"
 #include "core/executor.h"
-#include "core/bootstrap/store.h"
+#include "bootstrap/store.h"
 #include "transport/transport.h"
 
 namespace coral {

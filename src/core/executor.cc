@@ -6,7 +6,7 @@
 #include <cstring>
 #include <optional>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/copy.h"
 
 namespace coral {
@@ -52,7 +52,7 @@ struct HostMem {
 
 // Device memory: whatever MemOps the caller gave (asynchronous, fenced before peers look).
 struct DeviceMem {
-  MemOps& m;
+  kernels::MemOps& m;
   void to_slot(void* dst, const void* src, size_t bytes) { m.copy(dst, src, bytes); }
   void from_slot(void* dst, const void* src, size_t bytes) { m.copy(dst, src, bytes); }
   void copy(void* dst, const void* src, size_t bytes) {
@@ -61,11 +61,11 @@ struct DeviceMem {
   void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n, size_t) { m.reduce(dst, dst2, a, b, n); }
   // The device kernel takes at most kMaxSources: more go on in passes that start from dst.
   void reduce_many(void* dst, const void* const* srcs, int k, size_t n) {
-    int done = std::min(k, MemOps::kMaxSources);
+    int done = std::min(k, kernels::MemOps::kMaxSources);
     m.reduce_many(dst, srcs, done, n);
     while (done < k) {
-      const void* more[MemOps::kMaxSources] = {dst};
-      const int take = std::min(k - done, MemOps::kMaxSources - 1);
+      const void* more[kernels::MemOps::kMaxSources] = {dst};
+      const int take = std::min(k - done, kernels::MemOps::kMaxSources - 1);
       std::copy(srcs + done, srcs + done + take, more + 1);
       m.reduce_many(dst, more, take + 1, n);
       done += take;

@@ -5,27 +5,11 @@
 
 #include "collectives/folds.h"
 #include "collectives/schedule.h"
+#include "kernels/mem_ops.h"
 #include "kernels/reduce.h"
 #include "transport/transport.h"
 
 namespace coral {
-
-// How steps touch memory when buffers live on a GPU: asynchronous copies and reductions, and a
-// fence before a message is handed to a peer or a slot is given back. Host buffers use the CPU
-// kernels directly (no virtual calls on that path).
-class MemOps {
- public:
-  virtual ~MemOps() = default;
-  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
-  // dst = a (op) b; with dst2, the result is written there too.
-  virtual void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n) = 0;
-  // dst = srcs[0] (op) ... (op) srcs[k-1] in one pass (k <= kMaxSources).
-  virtual void reduce_many(void* dst, const void* const* srcs, int k, size_t n) = 0;
-  static constexpr int kMaxSources = 8;
-  virtual void scale(void* dst, size_t n, int divisor) = 0;
-  // Everything issued so far is complete and visible to peers.
-  virtual void fence() = 0;
-};
 
 // A schedule resolved once against the links it runs on: each step's links, whether a posted
 // step goes as a post, where the runs of posted sends begin, and the folds with their inputs.
@@ -71,7 +55,7 @@ struct ExecArgs {
   uint64_t tag;  // expected on every message of this operation
   const std::vector<transport::Link*>* links;  // by peer rank
   WaitMonitor* monitor;
-  MemOps* mem = nullptr;  // nullptr: host memory
+  kernels::MemOps* mem = nullptr;  // nullptr: host memory
   const Plan* plan = nullptr;  // from compile() for this schedule and these links, or nullptr
 };
 

@@ -10,10 +10,10 @@
 #include <array>
 
 #include "core/communicator.h"
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "core/gpu_state.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "kernels/reduce.h"
 #include "transport/cuda_ipc/transport.h"
 

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 namespace coral::gpu::emu {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "gpu/emulate.h"
 #include "gpu/runtime.h"
 #include "kernels/reduce.h"

@@ -3,11 +3,11 @@
 #pragma once
 #include <coral/coral.h>
 
-#include "core/executor.h"
+#include "kernels/mem_ops.h"
 
 namespace coral::gpu {
 
-class CudaMemOps : public MemOps {
+class CudaMemOps : public kernels::MemOps {
  public:
   CudaMemOps(void* stream, coralDataType_t dtype, coralRedOp_t op) : stream_(stream), dtype_(dtype), op_(op) {}
   void copy(void* dst, const void* src, size_t bytes) override;

@@ -1,9 +1,9 @@
 #include <mutex>
 #include <string>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "kernels/reduce.h"
 
 namespace coral::kernels {

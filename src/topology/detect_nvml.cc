@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "topology/detect.h"
 
 namespace coral::topo {

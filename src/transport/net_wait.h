@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/wait.h"
+#include "base/wait.h"
 
 namespace coral::transport {
 

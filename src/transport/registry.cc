@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "transport/shm/transport.h"
 #include "transport/tcp/transport.h"
 #include "transport/transport.h"

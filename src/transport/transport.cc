@@ -4,7 +4,7 @@
 
 #include "transport/net_wait.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace coral::transport {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bootstrap/store.h"
-#include "core/wait.h"
+#include "bootstrap/store.h"
+#include "base/wait.h"
 
 namespace coral::transport {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/checks.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "gpu/runtime.h"
 
 namespace {

@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "common/checks.h"
-#include "core/bootstrap/mem_store.h"
+#include "bootstrap/mem_store.h"
 #include "core/communicator.h"
-#include "core/error.h"
+#include "base/error.h"
 
 using coral::sched::Coll;
 

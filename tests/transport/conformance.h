@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/bootstrap/mem_store.h"
-#include "core/error.h"
-#include "core/host_id.h"
+#include "bootstrap/mem_store.h"
+#include "base/error.h"
+#include "base/host_id.h"
 #include "transport/transport.h"
 
 namespace conformance {

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "tests/transport/conformance.h"
 
 using namespace conformance;

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <map>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/ibverbs/memory.h"
 #include "transport/ibverbs/qp.h"
 #include "transport/ibverbs/transport.h"

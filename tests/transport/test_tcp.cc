@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "core/socket.h"
+#include "base/socket.h"
 #include "tests/transport/conformance.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/interface.h"

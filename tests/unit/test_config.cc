@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 using namespace coral;
 

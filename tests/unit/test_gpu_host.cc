@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/one_rank.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/gpu_state.h"
 #include "gpu/runtime.h"
 #include "kernels/cuda/plan.h"

@@ -7,9 +7,9 @@
 #include <random>
 #include <thread>
 
-#include "core/bootstrap/mem_store.h"
-#include "core/bootstrap/tcp_store.h"
-#include "core/error.h"
+#include "bootstrap/mem_store.h"
+#include "bootstrap/tcp_store.h"
+#include "base/error.h"
 
 using namespace coral;
 using namespace std::chrono_literals;

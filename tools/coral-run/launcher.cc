@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/bootstrap/tcp_store.h"
+#include "bootstrap/tcp_store.h"
 
 namespace coral::run {
 

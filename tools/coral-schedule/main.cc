@@ -9,8 +9,8 @@
 #include "collectives/registry.h"
 #include "collectives/simulate.h"
 #include "collectives/verify.h"
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 using namespace coral::sched;
 

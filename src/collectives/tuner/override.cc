@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "kernels/reduce.h"
 
 namespace coral::sched {

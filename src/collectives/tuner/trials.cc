@@ -7,7 +7,7 @@
 #include <numeric>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/reduce.h"
 
 namespace coral::sched {

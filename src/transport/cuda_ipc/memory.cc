@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "gpu/runtime.h"
 
 namespace coral::transport::cuda_ipc {

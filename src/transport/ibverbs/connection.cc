@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/ibverbs/domain.h"
 
 namespace coral::transport::ibverbs {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <mutex>
 
-#include "core/wait.h"
+#include "base/wait.h"
 #include "transport/net_wait.h"
 #include "transport/ibverbs/connection.h"
 

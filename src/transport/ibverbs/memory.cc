@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace coral::transport::ibverbs {
 

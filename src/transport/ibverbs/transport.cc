@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "transport/ibverbs/domain.h"
 
 namespace coral::transport::ibverbs {

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace coral::transport::ibverbs {
 

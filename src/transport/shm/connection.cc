@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/copy.h"
 
 // ThreadSanitizer tracks synchronisation by address, but ranks that are threads map each other's

@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <map>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "transport/shm/connection.h"
 #include "transport/shm/transport.h"
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/wait.h"
+#include "base/wait.h"
 
 namespace coral::transport::shm {
 

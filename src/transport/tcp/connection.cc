@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/tcp/domain.h"
 
 namespace coral::transport::tcp {

@@ -13,9 +13,9 @@
 #include <set>
 #include <thread>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "transport/tcp/interface.h"
 
 namespace coral::transport::tcp {

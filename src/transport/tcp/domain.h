@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/wait.h"
+#include "base/wait.h"
 #include "transport/net_wait.h"
 #include "transport/tcp/connection.h"
 #include "transport/transport.h"

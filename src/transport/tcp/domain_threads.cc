@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "transport/tcp/domain.h"
 
 namespace coral::transport::tcp {

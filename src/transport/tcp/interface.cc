@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 namespace coral::transport::tcp {
 

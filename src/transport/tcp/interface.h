@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "core/socket.h"
+#include "base/socket.h"
 
 namespace coral::transport::tcp {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/bootstrap/wire.h"
+#include "bootstrap/wire.h"
 
 namespace coral::transport::tcp {
 

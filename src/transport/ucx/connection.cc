@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "transport/ucx/domain.h"
 
 namespace coral::transport::ucx {

@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace coral::transport::ucx {
 

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/wait.h"
+#include "base/wait.h"
 #include "transport/net_wait.h"
 #include "transport/transport.h"
 #include "transport/ucx/connection.h"

@@ -1,4 +1,4 @@
-#include "core/bootstrap/store.h"
+#include "bootstrap/store.h"
 
 namespace coral {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "core/bootstrap/store.h"
+#include "bootstrap/store.h"
 
 namespace coral {
 

@@ -1,10 +1,10 @@
-#include "core/config.h"
+#include "base/config.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace coral::config {
 

@@ -1,4 +1,4 @@
-#include "core/bootstrap/launcher_env.h"
+#include "bootstrap/launcher_env.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,10 +8,10 @@
 #include <sstream>
 #include <thread>
 
-#include "core/bootstrap/tcp_store.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "bootstrap/tcp_store.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace coral {
 

@@ -1,10 +1,10 @@
-#include "core/bootstrap/wire.h"
+#include "bootstrap/wire.h"
 
 #include <sys/random.h>
 
 #include <cerrno>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace coral::wire {
 

@@ -1,11 +1,11 @@
-#include "core/host_id.h"
+#include "base/host_id.h"
 
 #include <unistd.h>
 
 #include <climits>
 #include <fstream>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace coral {
 

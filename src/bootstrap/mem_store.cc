@@ -1,8 +1,8 @@
-#include "core/bootstrap/mem_store.h"
+#include "bootstrap/mem_store.h"
 
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace coral {
 

@@ -1,4 +1,4 @@
-#include "core/socket.h"
+#include "base/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <thread>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace coral::net {
 

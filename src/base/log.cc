@@ -1,4 +1,4 @@
-#include "core/log.h"
+#include "base/log.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace coral::log {
 namespace {

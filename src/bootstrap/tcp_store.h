@@ -6,9 +6,9 @@
 #include <mutex>
 #include <thread>
 
-#include "core/bootstrap/store.h"
-#include "core/bootstrap/wire.h"
-#include "core/socket.h"
+#include "bootstrap/store.h"
+#include "bootstrap/wire.h"
+#include "base/socket.h"
 
 namespace coral {
 

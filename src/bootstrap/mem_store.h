@@ -4,7 +4,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/bootstrap/store.h"
+#include "bootstrap/store.h"
 
 namespace coral {
 

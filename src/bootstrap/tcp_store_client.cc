@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "core/bootstrap/tcp_store.h"
-#include "core/error.h"
+#include "bootstrap/tcp_store.h"
+#include "base/error.h"
 
 namespace coral {
 

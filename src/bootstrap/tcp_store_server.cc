@@ -8,9 +8,9 @@
 #include <map>
 #include <vector>
 
-#include "core/bootstrap/tcp_store.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "bootstrap/tcp_store.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace coral {
 
