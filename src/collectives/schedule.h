@@ -41,14 +41,16 @@ enum class OpKind : uint8_t {
 };
 const char* op_kind_name(OpKind k);
 
+// Built with the named constructors below (send(), recv_reduce(), ...), which leave the fields a
+// kind does not use at these defaults.
 struct Step {
-  OpKind kind;
+  OpKind kind = OpKind::Send;
   int32_t peer = -1;      // the peer received from (or sent to, for Send)
   int32_t peer_out = -1;  // the peer forwarded to
-  Ref src;
-  Ref dst;
+  Ref src = {};
+  Ref dst = {};
   size_t count = 0;  // elements; 0 is a real (empty) message for Send/Recv
-  Ref src2;          // second input of Reduce
+  Ref src2 = {};     // second input of Reduce
   // Send only: nothing in this schedule writes src after this step, so a transport may let the
   // peer read it in place (single copy) any time until the operation ends.
   bool stable_src = false;
@@ -57,6 +59,34 @@ struct Step {
   // ordered channel, apart from other messages; both sides must mark the message alike.
   bool posted = false;
 };
+
+// Named constructors, one per OpKind; n is the element count and `stable` Step::stable_src.
+// Builders that post a message set Step::posted on the result.
+inline Step send(int32_t peer, Ref src, size_t n, bool stable = false) {
+  return {.kind = OpKind::Send, .peer = peer, .src = src, .count = n, .stable_src = stable};
+}
+inline Step recv(int32_t peer, Ref dst, size_t n) {
+  return {.kind = OpKind::Recv, .peer = peer, .dst = dst, .count = n};
+}
+// dst <- the message from peer (op) src.
+inline Step recv_reduce(int32_t peer, Ref src, Ref dst, size_t n) {
+  return {.kind = OpKind::RecvReduce, .peer = peer, .src = src, .dst = dst, .count = n};
+}
+// The message from peer (op) src goes on to peer_out, and into dst too unless dst is {}.
+inline Step recv_reduce_send(int32_t peer, int32_t peer_out, Ref src, size_t n, Ref dst = {}) {
+  return {.kind = OpKind::RecvReduceSend, .peer = peer, .peer_out = peer_out, .src = src, .dst = dst, .count = n};
+}
+// The message from peer goes on to peer_out, and into dst too unless dst is {}.
+inline Step recv_copy_send(int32_t peer, int32_t peer_out, Ref dst, size_t n) {
+  return {.kind = OpKind::RecvCopySend, .peer = peer, .peer_out = peer_out, .dst = dst, .count = n};
+}
+inline Step copy(Ref src, Ref dst, size_t n) { return {.kind = OpKind::Copy, .src = src, .dst = dst, .count = n}; }
+// dst <- src (op) src2, all local.
+inline Step reduce(Ref src, Ref src2, Ref dst, size_t n) {
+  return {.kind = OpKind::Reduce, .src = src, .dst = dst, .count = n, .src2 = src2};
+}
+// dst <- dst / nranks (the end of coralAvg).
+inline Step scale(Ref dst, size_t n) { return {.kind = OpKind::Scale, .dst = dst, .count = n}; }
 
 struct CollArgs {
   Coll coll = Coll::AllReduce;

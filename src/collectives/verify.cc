@@ -87,6 +87,7 @@ struct Chan {
 };
 
 struct Sim {
+  explicit Sim(int nranks) : p(nranks), ranks(static_cast<size_t>(nranks)) {}
   int p;
   std::vector<RankState> ranks;
   // Keyed by (from * p + to) * 2 + posted: posts are a channel of their own. Created on first
@@ -226,7 +227,7 @@ VerifyResult verify(const CollArgs& args, Algo algo, bool in_place) {
 VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(const CollArgs&)>& builder,
                          bool in_place) {
   const int p = args.nranks;
-  Sim sim{p, std::vector<RankState>(p), {}, {}};
+  Sim sim(p);
   const size_t n = args.count;
   for (int r = 0; r < p; ++r) {
     CollArgs a = args;

@@ -136,7 +136,7 @@ struct Runner {
   }
 
   // Links with by-reference sends outstanding: the operation ends only once peers read them.
-  std::vector<transport::Link*> flush;
+  std::vector<transport::Link*> flush = {};
 
   void run(size_t i) {
     using sched::OpKind;

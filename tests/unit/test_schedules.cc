@@ -443,7 +443,7 @@ TEST_CASE("folds: found in rank order, shortened when their scratch lives on, he
   CHECK(same(fold_inputs(s0, 3, 3), {{-1, mine}, step(3), step(4), step(5)}));
   CHECK(same(fold_inputs(s1, 3, 3), {step(3), {-1, mine}, step(4), step(5)}));
   // Scratch read after the fold: only the part before the accumulator leaves scratch is one.
-  s2.steps.push_back({OpKind::Send, 0, -1, {Buf::Scratch, 0}, {}, 3});
+  s2.steps.push_back(send(0, {Buf::Scratch, 0}, 3));
   CHECK(fold_lengths(s2) == std::vector<uint32_t>{0, 0, 0, 2, 0, 0, 0, 0});
   // A fold holds its inputs' slots: rank 1's third message to rank 0 waits for rank 0's fold,
   // which waits for rank 2, which waits for rank 1. Without the fold, the same order runs through.
@@ -455,16 +455,16 @@ TEST_CASE("folds: found in rank order, shortened when their scratch lives on, he
       s.scratch_elems = 1;
       const Ref in{Buf::Send, 0}, out{Buf::Recv, 0}, tmp{Buf::Scratch, 0};
       if (x.rank == 0) {
-        s.steps.push_back({OpKind::Recv, 1, -1, {}, tmp, 1});
-        s.steps.push_back({OpKind::RecvReduce, 2, -1, fused ? tmp : in, out, 1});  // in: no fold
-        s.steps.push_back({OpKind::Recv, 1, -1, {}, tmp, 1});
-        s.steps.push_back({OpKind::Recv, 1, -1, {}, tmp, 1});
+        s.steps.push_back(recv(1, tmp, 1));
+        s.steps.push_back(recv_reduce(2, fused ? tmp : in, out, 1));  // in: no fold
+        s.steps.push_back(recv(1, tmp, 1));
+        s.steps.push_back(recv(1, tmp, 1));
       } else if (x.rank == 1) {
-        for (int i = 0; i < 3; ++i) s.steps.push_back({OpKind::Send, 0, -1, in, {}, 1});
-        s.steps.push_back({OpKind::Send, 2, -1, in, {}, 1});
+        for (int i = 0; i < 3; ++i) s.steps.push_back(send(0, in, 1));
+        s.steps.push_back(send(2, in, 1));
       } else {
-        s.steps.push_back({OpKind::Recv, 1, -1, {}, out, 1});
-        s.steps.push_back({OpKind::Send, 0, -1, in, {}, 1});
+        s.steps.push_back(recv(1, out, 1));
+        s.steps.push_back(send(0, in, 1));
       }
       return s;
     };

@@ -15,11 +15,11 @@ Schedule allreduce_oneshot(const CollArgs& a) {
     const size_t n = std::min(a.chunk, a.count - lo);
     const Ref mine{Buf::Send, lo}, acc{Buf::Recv, lo};
     for (int k = 1; k < p; ++k) {
-      s.steps.push_back({OpKind::Send, (r + k) % p, -1, mine, {}, n});
+      s.steps.push_back(sched::send((r + k) % p, mine, n));
       s.steps.back().posted = true;
     }
     fold_in_rank_order(s, p, r, mine, acc, {Buf::Scratch, 0}, n, true);
-    if (a.op == coralAvg && p > 1) s.steps.push_back({OpKind::Scale, -1, -1, {}, acc, n});
+    if (a.op == coralAvg && p > 1) s.steps.push_back(sched::scale(acc, n));
   }
   return s;
 }

@@ -29,7 +29,8 @@ Schedule allreduce_rhd(const CollArgs& a) {
   const Blocks gb = Blocks::even(a.count, g.pof2);
   if (g.pof2 == 1) copy_chunked(s, in, recv, a.count);
   halving_reduce_scatter(s, a, g, nr, gb, in, recv);
-  if (a.op == coralAvg && a.nranks > 1 && gb.size[nr] > 0) s.steps.push_back({OpKind::Scale, -1, -1, {}, {Buf::Recv, gb.off[nr]}, gb.size[nr]});
+  if (a.op == coralAvg && a.nranks > 1 && gb.size[nr] > 0)
+    s.steps.push_back(sched::scale({Buf::Recv, gb.off[nr]}, gb.size[nr]));
   doubling_allgather(s, a, g, nr, gb, recv);
   if (folded) exchange(s, a, r - 1, recv, a.count, true, {}, {}, 0, false);
   return s;

@@ -7,8 +7,8 @@ Schedule barrier_dissemination(const CollArgs& a) {
   const int p = a.nranks, r = a.rank;
   Schedule s{"dissemination", p, r, {}, 0, 0};
   for (int k = 1; k < p; k <<= 1) {
-    s.steps.push_back({OpKind::Send, (r + k) % p, -1, {}, {}, 0});
-    s.steps.push_back({OpKind::Recv, (r - k % p + p) % p, -1, {}, {}, 0});
+    s.steps.push_back(sched::send((r + k) % p, {}, 0));
+    s.steps.push_back(sched::recv((r - k % p + p) % p, {}, 0));
   }
   return s;
 }

@@ -16,8 +16,8 @@ Schedule broadcast_tree(const CollArgs& a) {
   for (size_t lo = 0; lo < a.count; lo += a.chunk) {
     const size_t n = std::min(a.chunk, a.count - lo);
     const Ref from{root ? Buf::Send : Buf::Recv, lo};
-    if (!root) s.steps.push_back({OpKind::Recv, t.parent, -1, {}, {Buf::Recv, lo}, n});
-    for (int c : t.children) s.steps.push_back({OpKind::Send, c, -1, from, {}, n, {}, true});
+    if (!root) s.steps.push_back(sched::recv(t.parent, {Buf::Recv, lo}, n));
+    for (int c : t.children) s.steps.push_back(sched::send(c, from, n, true));
   }
   return s;
 }

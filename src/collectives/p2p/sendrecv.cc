@@ -9,8 +9,8 @@ Schedule sendrecv_p2p(const CollArgs& a) {
   size_t lo = 0;
   do {
     const size_t n = std::min(a.chunk, a.count - lo);
-    if (send) s.steps.push_back({OpKind::Send, a.root, -1, {Buf::Send, lo}, {}, n, {}, true});
-    else s.steps.push_back({OpKind::Recv, a.root, -1, {}, {Buf::Recv, lo}, n});
+    if (send) s.steps.push_back(sched::send(a.root, {Buf::Send, lo}, n, true));
+    else s.steps.push_back(sched::recv(a.root, {Buf::Recv, lo}, n));
     lo += n;
   } while (lo < a.count);
   return s;

@@ -16,12 +16,12 @@ Schedule reduce_chain(const CollArgs& a) {
     const size_t n = std::min(a.chunk, a.count - lo);
     Ref src{Buf::Send, lo};
     if (pos == 0) {
-      s.steps.push_back({OpKind::Send, next, -1, src, {}, n});
+      s.steps.push_back(sched::send(next, src, n));
     } else if (pos < p - 1) {
-      s.steps.push_back({OpKind::RecvReduceSend, prev, next, src, {}, n});
+      s.steps.push_back(sched::recv_reduce_send(prev, next, src, n));
     } else {
-      s.steps.push_back({OpKind::RecvReduce, prev, -1, src, {Buf::Recv, lo}, n});
-      if (a.op == coralAvg) s.steps.push_back({OpKind::Scale, -1, -1, {}, {Buf::Recv, lo}, n});
+      s.steps.push_back(sched::recv_reduce(prev, src, {Buf::Recv, lo}, n));
+      if (a.op == coralAvg) s.steps.push_back(sched::scale({Buf::Recv, lo}, n));
     }
   }
   return s;

@@ -18,14 +18,14 @@ Schedule reduce_tree(const CollArgs& a) {
     const size_t n = std::min(a.chunk, a.count - lo);
     Ref have{Buf::Send, lo};
     for (auto c = t.children.rbegin(); c != t.children.rend(); ++c) {
-      s.steps.push_back({OpKind::RecvReduce, *c, -1, have, {acc, lo}, n});
+      s.steps.push_back(sched::recv_reduce(*c, have, {acc, lo}, n));
       have = {acc, lo};
     }
     if (root) {
       if (!inner) copy_chunked(s, have, {Buf::Recv, lo}, n);
-      if (a.op == coralAvg && p > 1) s.steps.push_back({OpKind::Scale, -1, -1, {}, {Buf::Recv, lo}, n});
+      if (a.op == coralAvg && p > 1) s.steps.push_back(sched::scale({Buf::Recv, lo}, n));
     } else {
-      s.steps.push_back({OpKind::Send, t.parent, -1, have, {}, n, {}, !inner});
+      s.steps.push_back(sched::send(t.parent, have, n, !inner));
     }
   }
   return s;
