@@ -13,7 +13,6 @@
 
 #include "bench/coral-bench/report.h"
 #include "collectives/registry.h"
-#include "core/api_internal.h"
 #include "base/error.h"
 #include "gpu/runtime.h"
 
@@ -33,18 +32,29 @@ void check(coralResult_t rc, const char* what) {
 }
 
 // The call as the communicator's tuner sees it.
-coral::sched::CollArgs args_of(const Options& o, size_t n, coralDataType_t t, coralRedOp_t op, int nranks) {
-  const coral::sched::Coll colls[] = {coral::sched::Coll::AllReduce, coral::sched::Coll::ReduceScatter,
-                                      coral::sched::Coll::AllGather, coral::sched::Coll::Broadcast,
-                                      coral::sched::Coll::Reduce};
-  coral::sched::CollArgs a;
-  a.coll = colls[static_cast<int>(o.coll)];
+coralQueryArgs_t args_of(const Options& o, size_t n, coralDataType_t t, coralRedOp_t op) {
+  const coralCollective_t colls[] = {coralCollAllReduce, coralCollReduceScatter, coralCollAllGather, coralCollBroadcast,
+                                     coralCollReduce};
+  coralQueryArgs_t a = CORAL_QUERY_ARGS_INITIALIZER;
+  a.collective = colls[static_cast<int>(o.coll)];
   a.count = n;
-  a.dtype = t;
+  a.datatype = t;
   a.op = op;
   a.root = o.root;
-  a.nranks = nranks;
+  a.device = o.device ? 1 : 0;
   return a;
+}
+
+std::string query(coralQuery_t q, const coralQueryArgs_t& a) {
+  char value[1024];
+  check(coralCommQuery(g_comm, q, &a, value, sizeof value), "coralCommQuery");
+  return value;
+}
+
+std::string transport_of(int peer) {
+  coralQueryArgs_t a = CORAL_QUERY_ARGS_INITIALIZER;
+  a.peer = peer;
+  return query(coralQueryTransport, a);
 }
 
 coralResult_t run_coll(const Options& o, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op) {
@@ -73,11 +83,10 @@ double aggregate(const Options& o, double v, int nranks) {
 Bound measure_bound(int rank, int nranks, size_t max_bytes) {
   Bound b;
   if (nranks < 2) return b;
-  const coral::Communicator& comm = coral::unwrap(g_comm);
   int peer = 1;
   if (rank == 0)
     for (int r = 1; r < nranks; ++r)
-      if (comm.transport_of(r) != std::string("shm")) {
+      if (transport_of(r) != "shm") {
         peer = r;
         break;
       }
@@ -102,16 +111,15 @@ Bound measure_bound(int rank, int nranks, size_t max_bytes) {
   }
   check(coralBroadcast(&gbps, &gbps, 1, coralFloat64, 0, g_comm, nullptr), "broadcast");
   b.gbps = gbps;
-  b.what = fmt::format("{} point-to-point, rank 0 -> rank {}", comm.transport_of(peer), peer);
+  b.what = fmt::format("{} point-to-point, rank 0 -> rank {}", transport_of(peer), peer);
   return b;
 }
 
 // "shm 1,3-5; tcp 2,6-7": which transport carries this rank's traffic to each peer.
 std::string links_summary(int rank, int nranks) {
-  const coral::Communicator& comm = coral::unwrap(g_comm);
   std::map<std::string, std::vector<int>> by;
   for (int r = 0; r < nranks; ++r)
-    if (r != rank) by[comm.transport_of(r)].push_back(r);
+    if (r != rank) by[transport_of(r)].push_back(r);
   std::string out;
   for (auto& [name, ranks] : by) {
     out += fmt::format("{}{} ", out.empty() ? "" : "; ", name);
@@ -184,8 +192,8 @@ Timing measure(const Options& o, Buffers& b, bool in_place, size_t n, coralDataT
   load();
   // The warm-up also covers the tuner's trials (CORAL_TUNE_TRIALS), which time candidates on the
   // first calls of a size: the timed loop sees only the pick. Every rank stops at the same call.
-  const coral::sched::CollArgs args = args_of(o, n, t, op, nranks);
-  for (int i = 0; i < o.warmup || (!o.device && coral::unwrap(g_comm).tuning(args)); ++i)
+  const coralQueryArgs_t args = args_of(o, n, t, op);
+  for (int i = 0; i < o.warmup || (!o.device && query(coralQueryTuning, args) == "1"); ++i)
     check(run_coll(o, call_s, call_r, n, t, op), o.coll_name.c_str());
   sync_stream();
   check(coralBarrier(g_comm), "barrier");
@@ -280,11 +288,9 @@ int main(int argc, char** argv) {
           tm.busbw = tm.algbw * bus_factor(o.coll, nranks);
           (ip ? r.ip : r.oop) = tm;
         }
-        const coral::sched::CollArgs a = args_of(o, n, t, op, nranks);
-        const coral::sched::Algo algo = coral::unwrap(g_comm).choose(a);
-        r.algo = coral::sched::algo_name(algo);
-        r.chunk_bytes = coral::unwrap(g_comm).chunk_for(
-            a, algo, o.device ? coral::unwrap(g_comm).device_chunk_bytes() : coral::unwrap(g_comm).chunk_bytes());
+        const coralQueryArgs_t a = args_of(o, n, t, op);
+        r.algo = query(coralQueryAlgorithm, a);
+        r.chunk_bytes = std::stoull(query(coralQueryChunkBytes, a));
         // Device buffers have no bound: it is measured over the host links.
         r.bound_pct = bound.gbps > 0 ? 100.0 * r.oop.busbw / bound.gbps : -1;
         rows.push_back(r);
@@ -294,7 +300,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     print_footer(o, rows);
     // What the trials found, in the form that fixes it for later runs without trials.
-    const std::string picks = coral::unwrap(g_comm).trial_overrides();
+    const std::string picks = query(coralQueryTrialPicks, args_of(o, 0, coralFloat32, coralSum));
     if (!picks.empty() && !o.csv) std::printf("# Trials' picks as CORAL_ALGO: %s\n", picks.c_str());
     if (!o.json.empty()) write_json(o, nranks, bound, rows);
     if (!o.plot.empty()) {

@@ -141,6 +141,43 @@ CORAL_API coralResult_t coralTest(coralRequest_t request, int* done);
 /* Blocks until complete, returns the operation's result and frees the request. */
 CORAL_API coralResult_t coralWait(coralRequest_t request);
 
+/* Asking a communicator what it runs, for tools (coral-bench, profilers, NCCL-style tests).
+ * coralCommQuery writes the answer as text (numbers in decimal) into value, at most size bytes
+ * with the terminating NUL; a value too small gives coralInvalidArgument. */
+typedef enum {
+  coralCollAllReduce = 0,
+  coralCollReduceScatter = 1,
+  coralCollAllGather = 2,
+  coralCollBroadcast = 3,
+  coralCollReduce = 4,
+  coralNumCollectives = 5
+} coralCollective_t;
+
+typedef enum {
+  coralQueryTransport = 0,  /* the transport to args->peer: "shm", "tcp", "ucx", "ibverbs"; "self" */
+  coralQueryAlgorithm = 1,  /* the algorithm a call of args' shape runs: "ring", "rhd", "oneshot"... */
+  coralQueryChunkBytes = 2, /* that call's pipelining chunk in bytes */
+  coralQueryTuning = 3,     /* "1" while trials (CORAL_TUNE_TRIALS) of that shape still run, else "0" */
+  coralQueryTrialPicks = 4, /* the trials' picks so far as a CORAL_ALGO value; "" if none */
+  coralNumQueries = 5
+} coralQuery_t;
+
+/* The call a query asks about: the arguments it would be made with. */
+typedef struct {
+  coralCollective_t collective;
+  size_t count; /* the collective's count argument (per rank for reduce-scatter and all-gather) */
+  coralDataType_t datatype;
+  coralRedOp_t op;
+  int root;
+  int device; /* 1: device buffers */
+  int peer;   /* coralQueryTransport: the other rank */
+} coralQueryArgs_t;
+#define CORAL_QUERY_ARGS_INITIALIZER {coralCollAllReduce, 0, coralFloat32, coralSum, 0, 0, 0}
+
+/* args may be NULL for coralQueryTrialPicks. */
+CORAL_API coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQueryArgs_t* args,
+                                       char* value, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 #include "base/config.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -8,99 +9,232 @@
 
 namespace coral::config {
 
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kG = 1ull << 30;
+
+Knob integer(const char* n, const char* def, double lo, double hi, const char* doc) {
+  return Knob{n, Type::Int, def, doc, lo, hi, 1, nullptr};
+}
+Knob bytes(const char* n, const char* def, double lo, double hi, uint64_t multiple, const char* doc) {
+  return Knob{n, Type::Bytes, def, doc, lo, hi, multiple, nullptr};
+}
+Knob real(const char* n, const char* def, double lo, double hi, const char* doc) {
+  return Knob{n, Type::Double, def, doc, lo, hi, 1, nullptr};
+}
+Knob text(const char* n, const char* def, const char* doc) { return Knob{n, Type::String, def, doc, -kInf, kInf, 1, nullptr}; }
+Knob choice(const char* n, const char* def, const char* choices, const char* doc) {
+  return Knob{n, Type::Choice, def, doc, -kInf, kInf, 1, choices};
+}
+Knob list(const char* n, const char* def, const char* choices, const char* doc) {
+  return Knob{n, Type::List, def, doc, -kInf, kInf, 1, choices};
+}
+
+}  // namespace
+
 const std::vector<Knob>& knobs() {
   static const std::vector<Knob> table = {
-      {"CORAL_DEBUG", Type::String, "WARN", "Log level: NONE, WARN, INFO or TRACE."},
-      {"CORAL_DEBUG_SUBSYS", Type::String, "ALL",
-       "Comma list of subsystems to log: INIT, NET, SHM, COLL, TUNE, BOOT, ALL."},
-      {"CORAL_TIMEOUT", Type::Double, "300",
-       "Seconds a collective or bootstrap step may wait on a peer before coralTimeout."},
-      {"CORAL_RANK", Type::Int, "-1", "Rank of this process (set by coral-run)."},
-      {"CORAL_SIZE", Type::Int, "-1", "Number of ranks (set by coral-run)."},
-      {"CORAL_LOCAL_RANK", Type::Int, "-1", "Rank among the ranks on this host (set by coral-run)."},
-      {"CORAL_ROOT", Type::String, "",
-       "host:port of the rendezvous store (set by coral-run; or give it for multi-node runs)."},
-      {"CORAL_SECRET", Type::String, "",
-       "Hex per-job secret every connection must present (set by coral-run)."},
-      {"CORAL_HOSTID", Type::String, "",
-       "Overrides the host identity (default: hostname + boot id + network namespace)."},
-      {"CORAL_ALGO", Type::String, "auto",
-       "Force an algorithm (auto, ring, tree, rhd, rd, oneshot, hier, twoshot, chain) for every collective that has it, "
-       "or per size: allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64K:tree"},
-      {"CORAL_SMALL_BYTES", Type::Bytes, "4K",
-       "All-reduces up to this size take the latency path in auto mode (one-shot on one host, recursive doubling across hosts); "
-       "on one host one-shot goes on while its peers read at most 64 KiB of it"},
-      {"CORAL_SHM_SLOT_BYTES", Type::Bytes, "256K", "Bytes per shared-memory FIFO slot."},
-      {"CORAL_SHM_NSLOTS", Type::Int, "4", "Slots per shared-memory FIFO (pipeline depth)."},
-      {"CORAL_CUDA_IPC_SLOT_BYTES", Type::Bytes, "4M", "Bytes per cuda_ipc FIFO slot (device memory)."},
-      {"CORAL_CUDA_IPC_NSLOTS", Type::Int, "4", "Slots per cuda_ipc FIFO (pipeline depth)."},
-      {"CORAL_GPU_STAGE_BYTES", Type::Bytes, "4M",
-       "Device buffers crossing hosts are staged through pinned host memory in pieces this large, "
-       "so copies and the network overlap."},
-      {"CORAL_GPU_EMULATE", Type::Int, "0",
-       "Test hook: 1 makes a stand-in GPU of host memory (no CUDA needed), so the device-buffer "
-       "path runs on machines without one."},
-      {"CORAL_CMA_BYTES", Type::Bytes, "64K",
-       "Shared-memory messages this large whose source stays put are read straight out of the "
-       "sender (cross-memory attach: one copy instead of two); 0 turns it off."},
-      {"CORAL_TRANSPORT", Type::String, "auto",
-       "Transports to use, in order of preference: auto (shm on one host; ibverbs, ucx or tcp between "
-       "hosts), or a name or comma list of shm, tcp, ucx, ibverbs to force."},
-      {"CORAL_SOCKET_IFNAME", Type::String, "",
-       "Interfaces TCP may use: name prefixes (eth,ens), ^ to exclude (^docker,lo), = for exact names "
-       "(=eth0). Default: the interface that routes to the rendezvous store."},
-      {"CORAL_SOCKET_FAMILY", Type::String, "auto", "Address family for TCP links: auto, ipv4 or ipv6."},
-      {"CORAL_SOCKET_NSOCKS", Type::Int, "1",
-       "TCP sockets per pair of ranks; messages of 128K and more are striped over them (1-16)."},
-      {"CORAL_SOCKET_NTHREADS", Type::Int, "0",
-       "Helper threads per communicator that do the TCP socket I/O, socket i of each pair on thread "
-       "i % N (0-16, at most CORAL_SOCKET_NSOCKS used). 0: the thread that waits does it, which "
-       "saves a hand-off per message."},
-      {"CORAL_SOCKET_SLOT_BYTES", Type::Bytes, "256K", "Bytes per TCP receive slot (the largest message)."},
-      {"CORAL_SOCKET_NSLOTS", Type::Int, "8", "Receive slots per TCP link: messages a sender may have in flight."},
-      {"CORAL_UCX_SLOT_BYTES", Type::Bytes, "256K", "Bytes per UCX message slot (the largest message)."},
-      {"CORAL_UCX_NSLOTS", Type::Int, "8", "UCX sends in flight and receives posted ahead, per peer."},
-      {"CORAL_IB_HCA", Type::String, "", "RDMA device for the ibverbs transport (default: the first one)."},
-      {"CORAL_IB_PORT", Type::Int, "1", "Port of the RDMA device."},
-      {"CORAL_IB_GID_INDEX", Type::Int, "0", "GID index for RoCE (and InfiniBand without LIDs)."},
-      {"CORAL_IB_SLOT_BYTES", Type::Bytes, "256K", "Bytes per RDMA receive slot (the largest message)."},
-      {"CORAL_IB_NSLOTS", Type::Int, "8", "RDMA receive slots per link (credits)."},
-      {"CORAL_IB_DIRECT_BYTES", Type::Bytes, "64K",
-       "RDMA messages this large whose source stays put are written from the user's buffer (registered through the cache)."},
-      {"CORAL_IB_REG_CACHE_BYTES", Type::Bytes, "1G", "Pinned bytes the RDMA registration cache may keep."},
-      {"CORAL_TUNE_PROBE", Type::Int, "1",
-       "1: a multi-host communicator measures its link classes at start (a few ms) for the tuner's cost model; 0: use defaults."},
-      {"CORAL_TUNE_TRIALS", Type::Int, "0",
-       "1: the all-reduce times the tuner's pick against its close rivals on the first calls of each "
-       "size and keeps the fastest (picks then depend on timing, so runs stop being bitwise "
-       "reproducible); 0: the cost model alone."},
-      {"CORAL_CHUNK_BYTES", Type::Bytes, "0",
-       "Pipelining chunk of every call, at most the transports' largest message. 0: the cost model "
-       "picks it for chain broadcast and reduce (deep pipelines fill sooner with small chunks), "
-       "others use the largest message."},
-      {"CORAL_SPIN", Type::Int, "20000",
-       "Polls a waiting rank makes before it yields the core; 0 blocks at once."},
-      {"CORAL_KERNEL", Type::String, "auto",
-       "CPU reduction kernels: auto, scalar, avx2, avx512 (must be supported)."},
+      choice("CORAL_DEBUG", "WARN", "NONE,WARN,INFO,TRACE", "Log level. Lines go to stderr, prefixed host:pid:rank."),
+      list("CORAL_DEBUG_SUBSYS", "ALL", "INIT,NET,SHM,COLL,TUNE,BOOT,ALL", "Comma list of the subsystems that log."),
+      real("CORAL_TIMEOUT", "300", 1e-3, kInf,
+           "Seconds a collective or bootstrap step may wait on a peer before coralTimeout."),
+      integer("CORAL_RANK", "-1", -1, 1 << 30, "Rank of this process (set by coral-run)."),
+      integer("CORAL_SIZE", "-1", -1, 1 << 30, "Number of ranks (set by coral-run)."),
+      integer("CORAL_LOCAL_RANK", "-1", -1, 1 << 30, "Rank among the ranks on this host (set by coral-run)."),
+      text("CORAL_ROOT", "", "host:port of the rendezvous store (set by coral-run; or give it for multi-node runs)."),
+      text("CORAL_SECRET", "", "Per-job secret, 64 hex digits, that every connection must present (set by coral-run)."),
+      text("CORAL_HOSTID", "", "Overrides the host identity (default: hostname + boot id + network namespace)."),
+      text("CORAL_ALGO", "auto",
+           "Forces an algorithm (auto, ring, tree, rhd, rd, oneshot, twoshot, hier, chain) for every collective "
+           "that has it, or per size: allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64K:tree (bytes, the "
+           "whole buffer for reduce-scatter and all-gather); sizes outside the ranges stay with the tuner."),
+      bytes("CORAL_SMALL_BYTES", "4K", 0, kInf, 1,
+            "All-reduces up to this size take the latency path in auto mode: one-shot on one host, recursive "
+            "doubling across hosts. On one host one-shot goes on while its peers read at most 64 KiB of it."),
+      bytes("CORAL_SHM_SLOT_BYTES", "256K", 4096, kG, 64, "Bytes per shared-memory FIFO slot: the pipelining chunk."),
+      integer("CORAL_SHM_NSLOTS", "4", 1, 64, "Slots per shared-memory FIFO (pipeline depth); schedules need at least 2."),
+      bytes("CORAL_CUDA_IPC_SLOT_BYTES", "4M", 4096, kG, 64,
+            "Bytes per cuda_ipc FIFO slot (device memory): the chunk of device-buffer collectives on one host."),
+      integer("CORAL_CUDA_IPC_NSLOTS", "4", 1, 64, "Slots per cuda_ipc FIFO (pipeline depth)."),
+      bytes("CORAL_GPU_STAGE_BYTES", "4M", 4096, kG, 1,
+            "Device buffers crossing hosts are staged through pinned host memory in pieces this large, so copies "
+            "and the network overlap."),
+      integer("CORAL_GPU_EMULATE", "0", 0, 1,
+              "Test hook: 1 makes a stand-in GPU of host memory (no CUDA needed), so the device-buffer path runs "
+              "on machines without one."),
+      bytes("CORAL_CMA_BYTES", "64K", 0, kInf, 1,
+            "Shared-memory messages this large whose source stays put are read straight out of the sender "
+            "(cross-memory attach: one copy instead of two); 0 turns it off."),
+      text("CORAL_TRANSPORT", "auto",
+           "Transports to use, in order of preference: auto (shm on one host; ibverbs, ucx with RDMA devices, or "
+           "tcp between hosts), or a name or comma list of shm, tcp, ucx, ibverbs."),
+      text("CORAL_SOCKET_IFNAME", "",
+           "Interfaces TCP may use, as NCCL_SOCKET_IFNAME: name prefixes (eth,ens), ^ to exclude (^docker,lo), = "
+           "for exact names (=eth0). Default: the interface that routes to the rendezvous store."),
+      choice("CORAL_SOCKET_FAMILY", "auto", "auto,ipv4,ipv6", "Address family for TCP links."),
+      integer("CORAL_SOCKET_NSOCKS", "1", 1, 16, "TCP sockets per pair of ranks; messages of 128K and more are striped over them."),
+      integer("CORAL_SOCKET_NTHREADS", "0", 0, 16,
+              "Helper threads per communicator that do the TCP socket I/O, socket i of each pair on thread i % N (at "
+              "most CORAL_SOCKET_NSOCKS used). 0: the thread that waits does it, which saves a hand-off per message; "
+              "threads pay off only with spare cores and a NIC one core cannot fill."),
+      bytes("CORAL_SOCKET_SLOT_BYTES", "256K", 4096, kG, 64, "Bytes per TCP receive slot (the largest message)."),
+      integer("CORAL_SOCKET_NSLOTS", "8", 2, 1024, "Receive slots per TCP link: messages a sender may have in flight."),
+      bytes("CORAL_UCX_SLOT_BYTES", "256K", 4096, kG, 1, "Bytes per UCX message slot (the largest message)."),
+      integer("CORAL_UCX_NSLOTS", "8", 2, 1024,
+              "UCX sends in flight and receives posted ahead, per peer. UCX's own UCX_* variables apply as usual."),
+      text("CORAL_IB_HCA", "", "RDMA device for the ibverbs transport (default: the first one)."),
+      integer("CORAL_IB_PORT", "1", 1, 255, "Port of the RDMA device."),
+      integer("CORAL_IB_GID_INDEX", "0", 0, 255, "GID index for RoCE (and InfiniBand without LIDs)."),
+      bytes("CORAL_IB_SLOT_BYTES", "256K", 4096, kG, 64, "Bytes per RDMA receive slot (the largest message)."),
+      integer("CORAL_IB_NSLOTS", "8", 2, 256, "RDMA receive slots per link (credits)."),
+      bytes("CORAL_IB_DIRECT_BYTES", "64K", 0, kInf, 1,
+            "RDMA messages this large whose source stays put are written from the user's buffer (registered "
+            "through the cache)."),
+      bytes("CORAL_IB_REG_CACHE_BYTES", "1G", 0, kInf, 1, "Pinned bytes the RDMA registration cache may keep."),
+      integer("CORAL_TUNE_PROBE", "1", 0, 1,
+              "1: a multi-host communicator measures its link classes at start (a few ms) for the tuner's cost "
+              "model; 0: the defaults (shared memory and a 100 Gb/s network)."),
+      integer("CORAL_TUNE_TRIALS", "0", 0, 1,
+              "1: the all-reduce times the tuner's pick against its close rivals on the first calls of each size "
+              "class and keeps the fastest (picks then depend on timing, so runs stop being bitwise "
+              "reproducible); 0: the cost model alone."),
+      bytes("CORAL_CHUNK_BYTES", "0", 0, kInf, 1,
+            "Pipelining chunk of every call, at most the transports' largest message. 0: the cost model picks it "
+            "for chain broadcast and reduce; the other algorithms use the largest message."),
+      integer("CORAL_SPIN", "20000", 0, 1 << 30, "Polls a waiting rank makes before it yields the core; 0 blocks at once."),
+      choice("CORAL_KERNEL", "auto", "auto,scalar,avx2,avx512", "CPU reduction kernels (the choice must be supported by the CPU)."),
   };
   return table;
 }
 
-static const Knob& find(const char* name) {
+const char* type_name(Type t) {
+  switch (t) {
+    case Type::Int: return "int";
+    case Type::Bytes: return "bytes";
+    case Type::Double: return "double";
+    case Type::String: return "string";
+    case Type::Choice: return "choice";
+    case Type::List: return "list";
+  }
+  return "?";
+}
+
+const Knob& knob(const char* name) {
   for (const Knob& k : knobs())
     if (std::string(k.name) == name) return k;
   std::fprintf(stderr, "coral: internal error: undeclared config knob %s\n", name);
   std::abort();
 }
 
-static std::string raw(const char* name) {
-  const Knob& k = find(name);
-  const char* v = std::getenv(name);
+namespace {
+
+std::string raw(const Knob& k) {
+  const char* v = std::getenv(k.name);
   return (v && *v) ? std::string(v) : std::string(k.default_value);
 }
 
+// Sizes with K/M/G suffixes, as the knobs take them.
+std::string number(double v, bool size) {
+  if (v == kInf) return "inf";
+  const uint64_t u = static_cast<uint64_t>(v);
+  if (size && v >= 1024 && static_cast<double>(u) == v) {
+    for (auto [shift, s] : {std::pair{30, "G"}, {20, "M"}, {10, "K"}})
+      if (u % (1ull << shift) == 0) return std::to_string(u >> shift) + s;
+  }
+  if (std::floor(v) == v) return std::to_string(static_cast<long long>(v));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+bool is_choice(const Knob& k, const std::string& word) {
+  for (const std::string& c : split(k.choices, ','))
+    if (c == word) return true;
+  return false;
+}
+
+// Parses one value of k (numbers as double, exact up to 2^53) and checks it against the
+// declaration; throws std::invalid_argument saying why it does not fit.
+double parse_number(const Knob& k, const std::string& s) {
+  size_t pos = 0;
+  double v;
+  if (k.type == Type::Bytes) {
+    v = static_cast<double>(parse_bytes(s));
+    pos = s.size();
+  } else if (k.type == Type::Int) {
+    v = static_cast<double>(std::stoll(s, &pos, 10));
+  } else {
+    v = std::stod(s, &pos);
+  }
+  if (pos != s.size()) throw std::invalid_argument("trailing characters");
+  if (!(v >= k.min && v <= k.max) || (k.type == Type::Bytes && static_cast<uint64_t>(v) % k.multiple))
+    throw std::invalid_argument("expected " + allowed(k));
+  return v;
+}
+
+[[noreturn]] void reject(const Knob& k, const std::string& v, const std::string& why) {
+  fail(coralInvalidArgument, std::string(k.name) + "='" + v + "' is not a valid value (" + why + ")");
+}
+
+double get_number(const char* name) {
+  const Knob& k = knob(name);
+  const std::string v = raw(k);
+  try {
+    return parse_number(k, v);
+  } catch (const std::exception& e) {
+    reject(k, v, e.what());
+  }
+}
+
+}  // namespace
+
+std::string allowed(const Knob& k) {
+  switch (k.type) {
+    case Type::Choice: return "one of " + std::string(k.choices);
+    case Type::List: return "a comma list of " + std::string(k.choices);
+    case Type::String: return "";
+    default: break;
+  }
+  const bool size = k.type == Type::Bytes;
+  std::string range;
+  if (k.min > -kInf && k.max < kInf) range = number(k.min, size) + " to " + number(k.max, size);
+  else if (k.min > -kInf) range = "at least " + number(k.min, size);
+  else if (k.max < kInf) range = "at most " + number(k.max, size);
+  if (k.multiple > 1) return "a multiple of " + std::to_string(k.multiple) + (range.empty() ? "" : ", " + range);
+  return range;
+}
+
+std::string check(const Knob& k, const std::string& value) {
+  try {
+    switch (k.type) {
+      case Type::String: return "";
+      case Type::Choice:
+        if (!is_choice(k, value)) throw std::invalid_argument("expected " + allowed(k));
+        return "";
+      case Type::List:
+        for (const std::string& w : split(value, ','))
+          if (!is_choice(k, w)) throw std::invalid_argument("'" + w + "' is not one of " + k.choices);
+        return "";
+      default: parse_number(k, value); return "";
+    }
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string current(const Knob& k) { return raw(k); }
+
+void validate_all() {
+  for (const Knob& k : knobs()) {
+    const std::string v = raw(k);
+    const std::string why = check(k, v);
+    if (!why.empty()) reject(k, v, why);
+  }
+}
+
 bool is_set(const char* name) {
-  find(name);
+  knob(name);
   const char* v = std::getenv(name);
   return v && *v;
 }
@@ -131,36 +265,25 @@ uint64_t parse_bytes(const std::string& text) {
   return v * mult;
 }
 
-template <class F>
-static auto parse(const char* name, F f) {
-  std::string v = raw(name);
+int64_t get_int(const char* name) { return static_cast<int64_t>(get_number(name)); }
+uint64_t get_bytes(const char* name) {
+  const Knob& k = knob(name);
+  const std::string v = raw(k);
   try {
-    return f(v);
+    parse_number(k, v);  // the range; the value itself is read exactly, beyond a double's 2^53
+    return parse_bytes(v);
   } catch (const std::exception& e) {
-    fail(coralInvalidArgument, std::string(name) + "='" + v + "' is not a valid value (" + e.what() + ")");
+    reject(k, v, e.what());
   }
 }
+double get_double(const char* name) { return get_number(name); }
 
-int64_t get_int(const char* name) {
-  return parse(name, [](const std::string& s) {
-    size_t pos = 0;
-    long long v = std::stoll(s, &pos, 10);
-    if (pos != s.size()) throw std::invalid_argument("trailing characters");
-    return static_cast<int64_t>(v);
-  });
+std::string get_string(const char* name) {
+  const Knob& k = knob(name);
+  const std::string v = raw(k);
+  const std::string why = check(k, v);
+  if (!why.empty()) reject(k, v, why);
+  return v;
 }
-
-uint64_t get_bytes(const char* name) { return parse(name, parse_bytes); }
-
-double get_double(const char* name) {
-  return parse(name, [](const std::string& s) {
-    size_t pos = 0;
-    double v = std::stod(s, &pos);
-    if (pos != s.size()) throw std::invalid_argument("trailing characters");
-    return v;
-  });
-}
-
-std::string get_string(const char* name) { return raw(name); }
 
 }  // namespace coral::config

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
-#include <sstream>
 
 #include "base/config.h"
 
@@ -24,11 +23,8 @@ Level parse_level(const std::string& s) {
 }
 
 unsigned parse_mask(const std::string& s) {
-  if (s.empty() || s == "ALL") return All;
   unsigned mask = 0;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  for (const std::string& item : config::split(s, ',')) {
     if (item == "INIT") mask |= Init;
     else if (item == "NET") mask |= Net;
     else if (item == "SHM") mask |= Shm;
@@ -55,8 +51,16 @@ const char* subsys_name(Subsys s) {
 }  // namespace
 
 void reload() {
-  g_level = static_cast<int>(parse_level(config::get_string("CORAL_DEBUG")));
-  g_mask = parse_mask(config::get_string("CORAL_DEBUG_SUBSYS"));
+  // The registry rejects unknown levels and subsystems (communicator creation fails naming them);
+  // logging itself must not throw, so it says so once and keeps the defaults.
+  try {
+    g_mask = parse_mask(config::get_string("CORAL_DEBUG_SUBSYS"));
+    g_level = static_cast<int>(parse_level(config::get_string("CORAL_DEBUG")));
+  } catch (const std::exception& e) {
+    g_mask = All;
+    g_level = static_cast<int>(Level::Warn);
+    std::fprintf(stderr, "coral: %s; logging at WARN for every subsystem\n", e.what());
+  }
 }
 
 bool enabled(Level level, Subsys subsys) {

@@ -6,7 +6,6 @@
 #include <mutex>
 
 #include "bootstrap/launcher_env.h"
-#include "core/api_internal.h"
 #include "bootstrap/tcp_store.h"
 #include "core/communicator.h"
 #include "base/config.h"
@@ -200,10 +199,6 @@ coralResult_t nonblocking(const char* fn, coralComm* comm, Coll coll, const void
 
 }  // namespace
 
-namespace coral {
-Communicator& unwrap(coralComm_t comm) { return need(comm); }
-}  // namespace coral
-
 extern "C" {
 
 const char* coralGetErrorString(coralResult_t r) {
@@ -363,6 +358,44 @@ coralResult_t coralIBroadcast(const void* s, void* r, size_t n, coralDataType_t 
 }
 coralResult_t coralIReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root, coralComm_t comm, coralRequest_t* q) {
   return nonblocking("coralIReduce", comm, Coll::Reduce, s, r, n, t, op, root, q);
+}
+
+coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQueryArgs_t* args, char* value,
+                             size_t size) {
+  return guard(comm, "coralCommQuery", [&] {
+    coral::Communicator& c = need(comm);
+    if (!value) fail(coralInvalidArgument, "value is NULL");
+    if (query != coralQueryTrialPicks && !args) fail(coralInvalidArgument, "args is NULL");
+    std::string out;
+    if (query == coralQueryTransport) {
+      if (args->peer < 0 || args->peer >= c.nranks())
+        fail(coralInvalidArgument, fmt::format("args->peer {} is not a rank (there are {})", args->peer, c.nranks()));
+      out = c.transport_of(args->peer);
+    } else if (query == coralQueryTrialPicks) {
+      out = c.trial_picks();
+    } else if (query == coralQueryAlgorithm || query == coralQueryChunkBytes || query == coralQueryTuning) {
+      static constexpr Coll colls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast,
+                                       Coll::Reduce};
+      static_assert(std::size(colls) == coralNumCollectives);
+      if (args->collective < 0 || args->collective >= coralNumCollectives)
+        fail(coralInvalidArgument, fmt::format("args->collective {} is not a coralCollective_t", static_cast<int>(args->collective)));
+      if (!coral::kernels::valid_dtype(args->datatype))
+        fail(coralInvalidArgument, fmt::format("args->datatype {} is not a coralDataType_t", static_cast<int>(args->datatype)));
+      if (!coral::kernels::valid_op(args->op))
+        fail(coralInvalidArgument, fmt::format("args->op {} is not a coralRedOp_t", static_cast<int>(args->op)));
+      coral::Call call = coral::make_call(colls[args->collective], nullptr, nullptr, args->count, args->datatype,
+                                          args->op, args->root);
+      const auto info = c.query(call.args, args->device != 0);
+      out = query == coralQueryAlgorithm ? coral::sched::algo_name(info.algo)
+            : query == coralQueryChunkBytes ? std::to_string(info.chunk_bytes)
+                                            : (info.tuning ? "1" : "0");
+    } else {
+      fail(coralInvalidArgument, fmt::format("query {} is not a coralQuery_t", static_cast<int>(query)));
+    }
+    if (out.size() + 1 > size)
+      fail(coralInvalidArgument, fmt::format("size {} is too small for the answer ({} bytes with its NUL)", size, out.size() + 1));
+    std::memcpy(value, out.c_str(), out.size() + 1);
+  });
 }
 
 coralResult_t coralTest(coralRequest_t request, int* done) {

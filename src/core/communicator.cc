@@ -9,6 +9,7 @@
 
 #include "collectives/registry.h"
 #include "base/config.h"
+#include "base/settings.h"
 #include "base/error.h"
 #include "core/executor.h"
 #include "core/gpu_state.h"
@@ -94,22 +95,23 @@ std::string encode_info(const transport::PeerInfo& p, int nranks, const std::vec
 Communicator::Communicator(std::shared_ptr<Store> store, const std::string& prefix, int rank, int nranks)
     : store_(std::move(store)), prefix_(prefix), rank_(rank), nranks_(nranks) {
   log::set_thread_rank(rank);
-  timeout_s_ = config::get_double("CORAL_TIMEOUT");
-  if (!(timeout_s_ > 0)) fail(coralInvalidArgument, "CORAL_TIMEOUT must be positive");
-  sched::Overrides over = sched::parse_overrides(config::get_string("CORAL_ALGO"));
-  tune_.forced = over.all;
-  tune_.rules = std::move(over.rules);
-  tune_.small_bytes = config::get_bytes("CORAL_SMALL_BYTES");
-  tune_.trials = config::get_int("CORAL_TUNE_TRIALS") != 0;
-  chunk_override_ = config::get_bytes("CORAL_CHUNK_BYTES");
-  spin_ = static_cast<int>(config::get_int("CORAL_SPIN"));
-  if (spin_ < 0) fail(coralInvalidArgument, "CORAL_SPIN must be >= 0");
-  kernels::active();  // fail early on a bad CORAL_KERNEL
+  settings_ = config::Settings::from_env();
+  timeout_s_ = settings_.timeout_s;
+  sched::Overrides over = sched::parse_overrides(settings_.algo);
+  sched::TuneParams params;
+  params.forced = over.all;
+  params.rules = std::move(over.rules);
+  params.small_bytes = settings_.small_bytes;
+  params.trials = settings_.tune_trials;
+  tuner_ = sched::Tuner(std::move(params), settings_.chunk_bytes);
+  sched::TuneParams& tune = tuner_.params();
+  spin_ = settings_.spin;
+  kernels::active();  // fail early on a CORAL_KERNEL this CPU lacks
   auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
 
   transport::PeerInfo me{rank, static_cast<int>(getpid()), host_id()};
-  const bool probe = config::get_int("CORAL_TUNE_PROBE") != 0;
-  const auto settings = schedule_settings(tune_, chunk_override_, probe);
+  const bool probe = settings_.tune_probe;
+  const auto settings = schedule_settings(tune, settings_.chunk_bytes, probe);
   auto infos = store_allgather(*store_, prefix + "/info", rank, nranks, to_bytes(encode_info(me, nranks, settings)), timeout);
   std::vector<transport::PeerInfo>& peers = peers_;
   peers.resize(nranks);
@@ -167,7 +169,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
         if (!t->available()) missing += fmt::format("; {} is not available on this host (CORAL_DEBUG=INFO says why)", t->name());
       fail(coralSystemError, fmt::format("no transport connects rank {} (host {}) with rank {} (host {}); "
                                          "CORAL_TRANSPORT={}{}", rank, me.host_id, q, peers[q].host_id,
-                                         config::get_string("CORAL_TRANSPORT"), missing));
+                                         settings_.transport, missing));
     }
   // More ranks here than cores: a waiting rank yields at once, or the peer it waits for may not
   // get a core for a whole time slice.
@@ -176,16 +178,16 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   cpu_set_t cpus;
   int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   pause_polls_ = local > ncpu ? 0 : 1000;
-  tune_.single_host = local == nranks;
+  tune.single_host = local == nranks;
   std::map<std::string, int> host_ids;
   for (const auto& q : peers) host_index_.push_back(host_ids.emplace(q.host_id, static_cast<int>(host_ids.size())).first->second);
-  tune_.hosts = static_cast<int>(host_ids.size());
+  tune.hosts = static_cast<int>(host_ids.size());
   log::info(log::Init, "{} local ranks on {} cpus: {}", local, ncpu, pause_polls_ ? "spin, then yield" : "yield at once");
   p2p_seq_send_.assign(nranks, 0);
   p2p_seq_recv_.assign(nranks, 0);
   // Host-memory transports: the ranks of a host share its network interface.
-  tune_.nic_share = std::max(1, nranks / std::max(1, tune_.hosts));
-  if (tune_.hosts > 1 && probe) probe_links();
+  tune.nic_share = std::max(1, nranks / std::max(1, tune.hosts));
+  if (tune.hosts > 1 && probe) probe_links();
   store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
   log::info(log::Init, "communicator ready: rank {} of {}", rank, nranks);
 }
@@ -203,7 +205,8 @@ void Communicator::probe_links() {
     if (host_index_[q] == host_index_[0] && near < 0) near = q;
     if (host_index_[q] != host_index_[0] && far < 0) far = q;
   }
-  double result[4] = {tune_.intra.alpha, tune_.intra.beta, tune_.inter.alpha, tune_.inter.beta};
+  sched::TuneParams& tune = tuner_.params();
+  double result[4] = {tune.intra.alpha, tune.intra.beta, tune.inter.alpha, tune.inter.beta};
   const size_t big = std::min<size_t>(chunk_bytes(), 1u << 20);
   std::vector<std::byte> buf(big);
   auto measure = [&](int peer, double* out) {
@@ -238,8 +241,8 @@ void Communicator::probe_links() {
   if (near > 0) measure(near, result);
   if (far > 0) measure(far, result + 2);
   run(make_call(sched::Coll::Broadcast, result, result, 4, coralFloat64, coralSum, 0));
-  tune_.intra = {result[0], result[1]};
-  tune_.inter = {result[2], result[3]};
+  tune.intra = {result[0], result[1]};
+  tune.inter = {result[2], result[3]};
   log::info(log::Tune, "probed links: inside a host {:.1f} us, {:.2f} GB/s; between hosts {:.1f} us, {:.2f} GB/s",
             result[0] * 1e6, 1e-9 / result[1], result[2] * 1e6, 1e-9 / result[3]);
 }
@@ -253,32 +256,6 @@ Communicator::~Communicator() {
   if (progress_.joinable()) progress_.join();
 }
 
-sched::Algo Communicator::choose(const sched::CollArgs& args) const {
-  if (tune_.trials) {
-    auto it = trials_.find(sched::trial_key(args));
-    if (it != trials_.end() && it->second.decided()) return it->second.pick();
-  }
-  return sched::select_algo(args, tune_);
-}
-
-bool Communicator::tuning(const sched::CollArgs& args) const {
-  if (sched::trial_candidates(args, tune_).empty()) return false;
-  auto it = trials_.find(sched::trial_key(args));
-  return it == trials_.end() || !it->second.decided();
-}
-
-sched::Trial* Communicator::trial_for(const sched::CollArgs& args) {
-  if (!tune_.trials || agreeing_) return nullptr;
-  const std::pair<int, int> key = sched::trial_key(args);
-  auto it = trials_.find(key);
-  if (it == trials_.end()) {
-    std::vector<sched::Algo> c = sched::trial_candidates(args, tune_);
-    if (c.empty()) return nullptr;
-    it = trials_.emplace(key, sched::Trial(std::move(c), sched::trial_shape(sched::message_bytes(args)))).first;
-  }
-  return &it->second;
-}
-
 void Communicator::agree(sched::Trial& trial, const sched::CollArgs& args, bool background) {
   std::vector<double> mine = trial.scores(), all(mine.size());
   // Max: exact in any order, so every rank decides from the same numbers.
@@ -288,17 +265,16 @@ void Communicator::agree(sched::Trial& trial, const sched::CollArgs& args, bool 
     Override<bool> agreeing(agreeing_, true);
     execute(c, background);
   }
-  trial.decide(all);
-  std::string times;
-  for (size_t i = 0; i < all.size(); ++i)
-    times += fmt::format("{}{} {:.1f}", i ? ", " : "", sched::algo_name(trial.candidates()[i]), all[i] * 1e6);
-  log::info(log::Tune, "{} of {} B: trial means (us) {}: {}", sched::coll_name(args.coll),
-            sched::message_bytes(args), times, sched::algo_name(trial.pick()));
+  tuner_.settle(trial, all, args);
 }
 
-size_t Communicator::chunk_for(const sched::CollArgs& args, sched::Algo algo, size_t max_bytes) const {
-  if (chunk_override_ > 0) return std::min(chunk_override_, max_bytes);
-  return sched::select_chunk(args, algo, tune_, max_bytes);
+Communicator::CallInfo Communicator::query(sched::CollArgs a, bool device) {
+  a.rank = rank_;
+  a.nranks = nranks_;
+  a.hosts = &host_index_;
+  const sched::Algo algo = tuner_.choose(a);
+  const size_t max_bytes = device ? device_chunk_bytes() : chunk_bytes();
+  return {algo, tuner_.chunk(a, algo, max_bytes), !device && tuner_.tuning(a)};
 }
 
 Communicator::Cached& Communicator::schedule_for(const sched::CollArgs& a, sched::Algo algo) {
@@ -330,17 +306,10 @@ void Communicator::execute(Call& c, bool background, bool device) {
   const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root, max_bytes};
   sched::Trial* trial = nullptr;
   if (!last_ || key != last_key_) {
-    sched::Algo algo = sched::select_algo(a, tune_);
-    if (!device && (trial = trial_for(a)) != nullptr) {
-      if (trial->decided()) {
-        algo = trial->pick();
-        trial = nullptr;
-      } else {
-        algo = trial->current();
-      }
-    }
-    a.chunk = std::max<size_t>(1, chunk_for(a, algo, max_bytes) / es);
-    last_ = &schedule_for(a, algo);
+    const sched::Decision d = tuner_.decide(a, max_bytes, !device && !agreeing_);
+    trial = d.trial;
+    a.chunk = d.chunk;
+    last_ = &schedule_for(a, d.algo);
     last_key_ = key;
   }
   Cached& cached = *last_;
@@ -383,7 +352,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
     record_failure(e.code(), msg);
     fail(e.code(), msg);
   }
-  if (trial && trial->record(std::chrono::duration<double>(Clock::now() - start).count()))
+  if (trial && tuner_.record(*trial, std::chrono::duration<double>(Clock::now() - start).count()))
     agree(*trial, a, background);
 }
 

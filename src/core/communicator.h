@@ -11,9 +11,9 @@
 #include <thread>
 #include <tuple>
 
-#include "collectives/tuner/select.h"
-#include "collectives/tuner/trials.h"
+#include "collectives/tuner/tuner.h"
 #include "core/executor.h"
+#include "base/settings.h"
 #include "bootstrap/store.h"
 #include "transport/transport.h"
 
@@ -77,21 +77,20 @@ class Communicator {
   int gpu_device();
   // Bytes per message of device-buffer calls on one host (cuda_ipc slots); 0 before the first.
   size_t device_chunk_bytes();
-  // Returns the algorithm the tuner would use (for tools and tests): a finished trial's pick,
-  // else the cost model's.
-  sched::Algo choose(const sched::CollArgs& args) const;
-  // True while calls of this shape still run trials (CORAL_TUNE_TRIALS): a benchmark keeps
-  // warming up until they end. Every rank answers the same after the same calls.
-  bool tuning(const sched::CollArgs& args) const;
-  // The trials' picks so far as a CORAL_ALGO value (sched::as_overrides).
-  std::string trial_overrides() const { return sched::as_overrides(trials_); }
+  // What a call of this shape runs once trials are over, for coralCommQuery: the algorithm, its
+  // chunk in bytes, and whether trials of the shape still run.
+  struct CallInfo {
+    sched::Algo algo;
+    size_t chunk_bytes;
+    bool tuning;
+  };
+  CallInfo query(sched::CollArgs args, bool device);
+  // The trials' settled picks as a CORAL_ALGO value.
+  std::string trial_picks() const { return tuner_.overrides(); }
   // Name of the transport that carries traffic to peer ("self" for this rank).
   const std::string& transport_of(int peer) const { return transport_of_[peer]; }
   // The largest message the transports take: the chunk for algorithms without a pipeline.
   size_t chunk_bytes() const { return max_message_ == SIZE_MAX ? (1u << 20) : max_message_; }
-  // The chunk (bytes) a call with this algorithm is cut into: CORAL_CHUNK_BYTES, else the cost
-  // model's pick for pipelines (sched::select_chunk), at most max_bytes.
-  size_t chunk_for(const sched::CollArgs& args, sched::Algo algo, size_t max_bytes) const;
   // Marks the communicator failed and tells local peers.
   void abort(const std::string& why);
   coralResult_t async_error() const;
@@ -119,8 +118,6 @@ class Communicator {
   void probe_links();
   void p2p(bool send, void* buf, size_t bytes, int peer);
   void wait_idle();
-  // The bucket's trial, started at its first call; null where the tuner's pick stands.
-  sched::Trial* trial_for(const sched::CollArgs& args);
   // After a trial's last timed call: the ranks' scores combined, and the pick kept.
   void agree(sched::Trial& trial, const sched::CollArgs& args, bool background);
 
@@ -128,8 +125,9 @@ class Communicator {
   std::string prefix_;
   std::vector<transport::PeerInfo> peers_;
   int rank_, nranks_;
+  config::Settings settings_;
   double timeout_s_;
-  sched::TuneParams tune_;
+  sched::Tuner tuner_;
   std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
   std::vector<std::unique_ptr<transport::Domain>> domains_;
   std::vector<transport::Link*> links_;
@@ -148,9 +146,6 @@ class Communicator {
     Plan plan;     // against links_, made at the first host call
   };
   std::map<CacheKey, Cached> cache_;
-  // Per (collective, trial_bucket): the trial of that size class, running or decided. Touched
-  // by calls under exec_mu_; choose() and tuning() read it between calls.
-  sched::Trials trials_;
   bool agreeing_ = false;  // inside agree(): its all-reduce runs the cost model's pick
   // The last call's shape and its chunk limit, and what it was given: a cache_ entry
   // (schedule_for() only clears cache_ on a miss, which sets last_ again).
@@ -158,7 +153,6 @@ class Communicator {
   CallKey last_key_;
   Cached* last_ = nullptr;
   std::vector<std::byte> scratch_;
-  size_t chunk_override_ = 0;  // CORAL_CHUNK_BYTES
   int spin_ = 0;
   int pause_polls_ = 0;
 

@@ -99,7 +99,7 @@ void Communicator::connect_device_links() {
   g.links.assign(nranks_, nullptr);
   g.domain_of.assign(nranks_, nullptr);
   g.all_local = static_cast<int>(local.size()) == nranks_ - 1;
-  g.chunk_bytes = config::get_bytes("CORAL_CUDA_IPC_SLOT_BYTES");
+  g.chunk_bytes = settings_.cuda_ipc_slot_bytes;
   if (g.all_local && !local.empty()) {
     transport::cuda_ipc::CudaIpcTransport t;
     transport::ConnectArgs ca{store_.get(), prefix_ + "/cuda_ipc", &peers_, rank_, local, timeout_s_};
@@ -144,7 +144,7 @@ Extent extent(const Call& c, int rank, int nranks) {
 }
 
 // Elements per staged piece of an element-wise call.
-size_t stage_piece(size_t es) { return std::max<size_t>(1, config::get_bytes("CORAL_GPU_STAGE_BYTES") / es); }
+size_t stage_piece(uint64_t stage_bytes, size_t es) { return std::max<size_t>(1, stage_bytes / es); }
 
 }  // namespace
 
@@ -153,7 +153,7 @@ std::array<std::byte*, 4> Communicator::staging_buffers(const Call& c) {
   const Extent ext = extent(c, rank_, nranks_);
   std::array<size_t, 4> bytes;
   if (ext.elementwise) {
-    const size_t piece = stage_piece(es) * es;
+    const size_t piece = stage_piece(settings_.gpu_stage_bytes, es) * es;
     bytes = {ext.send ? piece : 0, ext.send ? piece : 0, ext.recv ? piece : 0, ext.recv ? piece : 0};
   } else {
     bytes = {ext.send * es, 0, ext.recv * es, 0};
@@ -184,7 +184,7 @@ void Communicator::staged(Call& c) {
     return;
   }
   const size_t n = c.args.count;
-  const size_t piece = stage_piece(es);
+  const size_t piece = stage_piece(settings_.gpu_stage_bytes, es);
   const size_t pieces = n ? (n + piece - 1) / piece : 1;
   auto len = [&](size_t k) { return std::min(piece, n - k * piece); };
   auto host_send = [&](size_t k) { return buf[k % 2]; };

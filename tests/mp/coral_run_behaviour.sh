@@ -27,6 +27,13 @@ for setting in CORAL_TUNE_TRIALS=1 CORAL_ALGO=ring CORAL_SMALL_BYTES=8K; do
   [ $(( $(date +%s) - start )) -lt 20 ] || fail "$setting on one rank: not stopped promptly"
 done
 
+# A knob value outside what its declaration allows fails init on every rank, naming it.
+for setting in CORAL_DEBUG=LOUD CORAL_DEBUG_SUBSYS=INIT,NETWORK CORAL_SHM_NSLOTS=99; do
+  err=$(env "$setting" CORAL_TIMEOUT=60 "$run" -n 2 "$hello" 2>&1); rc=$?
+  [ $rc -ne 0 ] || fail "$setting: the run succeeded"
+  echo "$err" | grep -q "${setting%%=*}='${setting#*=}' is not a valid value" || fail "$setting: $err"
+done
+
 # A rank killed by a signal.
 err=$("$run" -n 2 -- bash -c 'if [ "$CORAL_RANK" = 0 ]; then kill -9 $$; fi; sleep 60' 2>&1 >/dev/null); rc=$?
 [ $rc -eq 137 ] || fail "exit status $rc after SIGKILL, expected 137"

@@ -93,3 +93,36 @@ TEST_CASE("C++ wrapper: RAII, spans, exceptions carry the message") {
     CHECK(std::string(e.what()).find("root 3") != std::string::npos);
   }
 }
+
+TEST_CASE("coralCommQuery answers what a call runs and rejects bad queries") {
+  coralComm_t comm = one_rank_comm();
+  char v[64];
+  coralQueryArgs_t a = CORAL_QUERY_ARGS_INITIALIZER;
+  a.peer = 0;
+  REQUIRE(coralCommQuery(comm, coralQueryTransport, &a, v, sizeof v) == coralSuccess);
+  CHECK(std::string(v) == "self");
+  a.count = 1 << 20;
+  REQUIRE(coralCommQuery(comm, coralQueryAlgorithm, &a, v, sizeof v) == coralSuccess);
+  CHECK(!std::string(v).empty());
+  REQUIRE(coralCommQuery(comm, coralQueryChunkBytes, &a, v, sizeof v) == coralSuccess);
+  CHECK(std::stoull(v) > 0);
+  REQUIRE(coralCommQuery(comm, coralQueryTuning, &a, v, sizeof v) == coralSuccess);
+  CHECK(std::string(v) == "0");  // trials are off by default
+  REQUIRE(coralCommQuery(comm, coralQueryTrialPicks, nullptr, v, sizeof v) == coralSuccess);
+  CHECK(std::string(v).empty());
+
+  a.peer = 1;
+  expect_invalid(coralCommQuery(comm, coralQueryTransport, &a, v, sizeof v), comm, "args->peer 1 is not a rank");
+  a.peer = 0;
+  expect_invalid(coralCommQuery(comm, coralQueryTransport, &a, v, 2), comm, "size 2 is too small");
+  expect_invalid(coralCommQuery(comm, coralQueryAlgorithm, nullptr, v, sizeof v), comm, "args is NULL");
+  expect_invalid(coralCommQuery(comm, coralQueryAlgorithm, &a, nullptr, 0), comm, "value is NULL");
+  expect_invalid(coralCommQuery(comm, static_cast<coralQuery_t>(99), &a, v, sizeof v), comm, "query 99");
+  a.collective = static_cast<coralCollective_t>(42);
+  expect_invalid(coralCommQuery(comm, coralQueryAlgorithm, &a, v, sizeof v), comm, "args->collective 42");
+  a.collective = coralCollAllReduce;
+  a.datatype = static_cast<coralDataType_t>(77);
+  expect_invalid(coralCommQuery(comm, coralQueryAlgorithm, &a, v, sizeof v), comm, "args->datatype 77");
+  expect_invalid(coralCommQuery(nullptr, coralQueryTrialPicks, nullptr, v, sizeof v), nullptr, "comm is NULL");
+  CHECK(coralCommDestroy(comm) == coralSuccess);
+}

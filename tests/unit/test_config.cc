@@ -33,14 +33,52 @@ TEST_CASE("knobs read the environment and name the variable on bad values") {
   CHECK(config::get_int("CORAL_SHM_NSLOTS") == 4);
 }
 
-TEST_CASE("every knob is documented in the README") {
-  std::ifstream in(std::string(CORAL_SOURCE_ROOT) + "/README.md");
+TEST_CASE("values outside a knob's declared range or choices are refused, naming the knob") {
+  struct Bad {
+    const char* name;
+    const char* value;
+    const char* says;
+  };
+  for (const Bad& b : {Bad{"CORAL_SHM_NSLOTS", "65", "1 to 64"}, Bad{"CORAL_SHM_SLOT_BYTES", "4100", "multiple of 64"},
+                       Bad{"CORAL_SOCKET_NSOCKS", "0", "1 to 16"}, Bad{"CORAL_TIMEOUT", "0", "at least"},
+                       Bad{"CORAL_DEBUG", "LOUD", "one of NONE,WARN,INFO,TRACE"},
+                       Bad{"CORAL_DEBUG_SUBSYS", "INIT,NETWORK", "'NETWORK'"}, Bad{"CORAL_KERNEL", "sse", "one of"}}) {
+    INFO(b.name << "=" << b.value);
+    setenv(b.name, b.value, 1);
+    const config::Knob& k = config::knob(b.name);
+    CHECK_THAT(config::check(k, b.value), Catch::Contains(b.says));
+    try {
+      config::validate_all();
+      FAIL("validate_all accepted it");
+    } catch (const Error& e) {
+      CHECK(e.code() == coralInvalidArgument);
+      CHECK_THAT(e.what(), Catch::Contains(std::string(b.name) + "='" + b.value + "'"));
+    }
+    unsetenv(b.name);
+  }
+  config::validate_all();  // the defaults are valid
+  setenv("CORAL_DEBUG_SUBSYS", "INIT,TUNE", 1);
+  CHECK(config::get_string("CORAL_DEBUG_SUBSYS") == "INIT,TUNE");
+  unsetenv("CORAL_DEBUG_SUBSYS");
+}
+
+TEST_CASE("every default is valid and every knob says what it does") {
+  for (const config::Knob& k : config::knobs()) {
+    INFO(k.name);
+    CHECK(config::check(k, k.default_value).empty());
+    CHECK(std::string(k.doc).size() > 10);
+    CHECK(std::string(k.name).rfind("CORAL_", 0) == 0);
+  }
+}
+
+TEST_CASE("the docs' knob table lists every knob with its type and default") {
+  std::ifstream in(std::string(CORAL_SOURCE_ROOT) + "/docs/configuration.md");
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();
   for (const config::Knob& k : config::knobs()) {
     INFO(k.name);
-    CHECK(ss.str().find(std::string("`") + k.name + "`") != std::string::npos);
-    CHECK(std::string(k.doc).size() > 10);
+    CHECK(ss.str().find(std::string("| `") + k.name + "` | " + config::type_name(k.type) + " | " + k.default_value +
+                        " |") != std::string::npos);
   }
 }

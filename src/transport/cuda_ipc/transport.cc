@@ -9,7 +9,8 @@ bool CudaIpcTransport::available() const { return gpu::usable(); }
 
 std::unique_ptr<Domain> CudaIpcTransport::connect(const ConnectArgs& args) {
   shm::FifoOptions o;
-  o.knob = "CORAL_CUDA_IPC";
+  o.slot_bytes_knob = "CORAL_CUDA_IPC_SLOT_BYTES";
+  o.nslots_knob = "CORAL_CUDA_IPC_NSLOTS";
   o.slots = std::make_unique<DeviceSlots>();
   return shm::connect_fifos(args, std::move(o));
 }

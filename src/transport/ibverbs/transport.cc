@@ -72,9 +72,6 @@ IbvDomain::IbvDomain(const ConnectArgs& a, ibv_device* dev)
     : rank_(a.rank), nranks_(static_cast<int>(a.peers->size())) {
   const uint64_t slot = config::get_bytes("CORAL_IB_SLOT_BYTES");
   const int64_t nslots = config::get_int("CORAL_IB_NSLOTS");
-  if (slot < 4096 || slot > (1u << 30) || slot % 64)
-    fail(coralInvalidArgument, "CORAL_IB_SLOT_BYTES must be a multiple of 64 between 4K and 1G");
-  if (nslots < 2 || nslots > 256) fail(coralInvalidArgument, "CORAL_IB_NSLOTS must be between 2 and 256");
   QpConfig cfg;
   cfg.port = static_cast<uint8_t>(config::get_int("CORAL_IB_PORT"));
   cfg.gid_index = static_cast<uint8_t>(config::get_int("CORAL_IB_GID_INDEX"));

@@ -70,13 +70,9 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
   local.push_back(a.rank);
   std::sort(local.begin(), local.end());
   auto local_index = [&](int r) { return static_cast<int>(std::find(local.begin(), local.end(), r) - local.begin()); };
-  const std::string& knob = opts_.knob;
-  uint64_t slot = config::get_bytes((knob + "_SLOT_BYTES").c_str());
-  int64_t nslots = config::get_int((knob + "_NSLOTS").c_str());
-  if (slot < 4096 || slot > (1u << 30) || slot % 64)
-    fail(coralInvalidArgument, knob + "_SLOT_BYTES must be a multiple of 64 between 4K and 1G");
-  if (nslots < 1 || nslots > kMaxSlots)
-    fail(coralInvalidArgument, knob + "_NSLOTS must be between 1 and 64");
+  // The registry holds the knobs' ranges (kMaxSlots slots at most).
+  uint64_t slot = config::get_bytes(opts_.slot_bytes_knob);
+  int64_t nslots = config::get_int(opts_.nslots_knob);
   SlotMemory* ext = opts_.slots.get();
   geo_ = Geometry{slot, static_cast<uint32_t>(nslots), static_cast<int>(local.size()), ext != nullptr};
   // Posts serve the small broadcasts of one-shot; larger sends go by CMA or slots.
@@ -101,7 +97,7 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     size_t sp = theirs.find(' ');
     if (sp == std::string::npos || theirs.substr(0, sp) != geo_str)
       fail(coralInvalidUsage, "rank " + std::to_string(q) + " uses shared-memory slots " + theirs.substr(0, sp) +
-                                  " but this rank " + geo_str + ": set " + knob + "_* alike everywhere");
+                                  " but this rank " + geo_str + ": set " + opts_.slot_bytes_knob + " and " + opts_.nslots_knob + " alike everywhere");
     theirs_.emplace(q, Segment::open(segment_name(a.prefix, q), geo_.total()));
     if (ext) ext->attach(q, (*a.peers)[q].pid, to_string(a.store->get(a.prefix + "/slots/" + std::to_string(q), timeout)));
     auto probe = reinterpret_cast<const void*>(std::stoull(theirs.substr(sp + 1)));

@@ -28,7 +28,9 @@ class SlotMemory {
 };
 
 struct FifoOptions {
-  std::string knob = "CORAL_SHM";  // reads <knob>_SLOT_BYTES and <knob>_NSLOTS
+  // The knobs giving the slots' size and count.
+  const char* slot_bytes_knob = "CORAL_SHM_SLOT_BYTES";
+  const char* nslots_knob = "CORAL_SHM_NSLOTS";
   std::unique_ptr<SlotMemory> slots;  // null: slots in the segment, small messages inline, CMA
 };
 
