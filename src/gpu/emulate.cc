@@ -14,6 +14,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "gpu/backend.h"
 
 namespace coral::gpu::emu {
 
@@ -134,3 +135,48 @@ void* ipc_open(const IpcHandle& h) {
 void ipc_close(void* p) { free(p); }
 
 }  // namespace coral::gpu::emu
+
+namespace coral::gpu {
+
+namespace {
+
+// Emulated work completes when issued: events have nothing to wait for, and pinned memory is
+// plain host memory.
+constexpr Backend kEmulated{
+    .usable = [] { return true; },
+    .why_not = []() -> std::string { return ""; },
+    .abort_on_parked_release = true,
+    .device_of = emu::device_of,
+    .load_kernels = [] {},
+    .current_device = [] { return 0; },
+    .device_count = [] { return 1; },
+    .set_device = [](int) {},
+    .stream_create = emu::stream_create,
+    .stream_destroy = emu::stream_destroy,
+    .stream_sync = emu::stream_sync,
+    .event_create = []() -> void* { return nullptr; },
+    .event_destroy = [](void*) {},
+    .event_record = [](void*, void*) {},
+    .event_sync = [](void*) {},
+    .flag_alloc = [](volatile uint64_t*& host, void*&) { host = new uint64_t(0); },
+    .flag_free = [](volatile uint64_t* host) { delete const_cast<uint64_t*>(host); },
+    .flag_wait = [](void* s, const volatile uint64_t* host, void*, uint64_t value) { emu::stream_wait(s, host, value); },
+    .alloc_device = emu::alloc,
+    .free_device = emu::free,
+    .alloc_pinned = [](size_t bytes) { return ::operator new(bytes ? bytes : 1); },
+    .free_pinned = [](void* p) { ::operator delete(p); },
+    .copy_async =
+        [](void* dst, const void* src, size_t bytes, void* stream) {
+          emu::stream_sync(stream);  // stream order: after the calls queued before it
+          std::memmove(dst, src, bytes);
+        },
+    .ipc_export = emu::ipc_export,
+    .ipc_open = emu::ipc_open,
+    .ipc_close = emu::ipc_close,
+};
+
+}  // namespace
+
+const Backend& emulated_backend() { return kEmulated; }
+
+}  // namespace coral::gpu

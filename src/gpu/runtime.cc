@@ -2,75 +2,77 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "base/error.h"
 #include "base/log.h"
+#include "gpu/backend.h"
 #include "gpu/emulate.h"
 
 #if CORAL_HAVE_CUDA
-#include <cuda.h>
 #include <cuda_runtime.h>
-
-#include "kernels/cuda/kernels.h"
-#define CORAL_CUDA(real) real
-#define CORAL_CUDA_RELEASE(real) real
-#else
-// Without CUDA every entry point that needs a GPU fails with a clear message; releases (called
-// from destructors, never with anything to release) do nothing.
-#define CORAL_CUDA(real) unavailable()
-#define CORAL_CUDA_RELEASE(real) ((void)0)
 #endif
 
 namespace coral::gpu {
 
 namespace {
 
-[[maybe_unused]] [[noreturn]] void unavailable() {
-  fail(coralUnhandledCudaError, "this build of Coral has no CUDA support (built without nvcc)");
-}
+#if !CORAL_HAVE_CUDA
+constexpr const char* kNoCuda = "this build of Coral has no CUDA support (built without nvcc)";
 
-#if CORAL_HAVE_CUDA
-struct Probe {
-  bool ok = false;
-  std::string why;
+// Without CUDA every entry point that needs a GPU fails with a clear message; releases (called
+// from destructors, never with anything to release) do nothing.
+template <class R, class... Args>
+[[noreturn]] R unavailable(Args...) {
+  fail(coralUnhandledCudaError, kNoCuda);
+}
+template <class... Args>
+void nothing(Args...) {}
+
+constexpr Backend kNone{
+    .usable = [] { return false; },
+    .why_not = []() -> std::string { return kNoCuda; },
+    .abort_on_parked_release = false,
+    .device_of = [](const void*) { return -1; },
+    .load_kernels = unavailable<void>,
+    .current_device = unavailable<int>,
+    .device_count = [] { return 0; },
+    .set_device = unavailable<void, int>,
+    .stream_create = unavailable<void*>,
+    .stream_destroy = nothing<void*>,
+    .stream_sync = unavailable<void, void*>,
+    .event_create = unavailable<void*>,
+    .event_destroy = nothing<void*>,
+    .event_record = unavailable<void, void*, void*>,
+    .event_sync = unavailable<void, void*>,
+    .flag_alloc = unavailable<void, volatile uint64_t*&, void*&>,
+    .flag_free = nothing<volatile uint64_t*>,
+    .flag_wait = nothing<void*, const volatile uint64_t*, void*, uint64_t>,
+    .alloc_device = unavailable<void*, size_t>,
+    .free_device = nothing<void*>,
+    .alloc_pinned = unavailable<void*, size_t>,
+    .free_pinned = nothing<void*>,
+    .copy_async = unavailable<void, void*, const void*, size_t, void*>,
+    .ipc_export = unavailable<IpcHandle, void*>,
+    .ipc_open = unavailable<void*, const IpcHandle&>,
+    .ipc_close = nothing<void*>,
 };
-
-const Probe& probe() {
-  static const Probe p = [] {
-    Probe r;
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-      r.why = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
-      cudaGetLastError();  // the error is sticky only for this query
-    } else if (n == 0) {
-      r.why = "no CUDA device";
-    } else {
-      r.ok = true;
-    }
-    log::info(log::Init, "cuda: {}", r.ok ? fmt::format("{} device(s)", n) : r.why);
-    return r;
-  }();
-  return p;
-}
-
-using WaitValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
-
-// cuStreamWaitValue64 through the runtime (no link against libcuda); nullptr where the driver
-// lacks it, and a kernel polls the word instead.
-WaitValueFn wait_value_fn() {
-  static WaitValueFn fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue64", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<WaitValueFn>(f);
-  }();
-  return fn;
-}
 #endif
+
+// CUDA where the build has it, even without a usable device (its calls then fail with CUDA's
+// own error), else none.
+const Backend& native_backend() {
+#if CORAL_HAVE_CUDA
+  return cuda_backend();
+#else
+  return kNone;
+#endif
+}
+
+// Decided once, the first time anything needs it (as emu::enabled() is).
+const Backend& backend() {
+  static const Backend& chosen = emu::enabled() ? emulated_backend() : native_backend();
+  return chosen;
+}
 
 thread_local const HostFlag* t_progress_flag = nullptr;
 
@@ -85,11 +87,17 @@ void may_release(const char* what) {
   const std::string msg =
       fmt::format("{} on the progress thread while a caller's stream waits for it: this can deadlock in the CUDA driver",
                   what);
-  if (emu::enabled()) {  // the emulated GPU runs in tests: make the mistake loud
+  if (backend().abort_on_parked_release) {
     std::fprintf(stderr, "coral: %s\n", msg.c_str());
     std::abort();
   }
   log::warn(log::Coll, "{}", msg);
+}
+// Whether p is something to release (not null), after may_release's check.
+bool releasing(const void* p, const char* what) {
+  if (!p) return false;
+  may_release(what);
+  return true;
 }
 
 }  // namespace
@@ -115,166 +123,37 @@ bool built() {
 #endif
 }
 
-bool usable() {
-  if (emu::enabled()) return true;
-#if CORAL_HAVE_CUDA
-  return probe().ok;
-#else
-  return false;
-#endif
-}
+bool usable() { return backend().usable(); }
+std::string why_not() { return backend().why_not(); }
+int device_of(const void* p) { return p ? backend().device_of(p) : -1; }
+void load_kernels() { may_allocate("loading the CUDA kernels"); backend().load_kernels(); }
+int current_device() { return backend().current_device(); }
+void set_device(int device) { backend().set_device(device); }
+int device_count() { return backend().device_count(); }
 
-std::string why_not() {
-  if (emu::enabled()) return "";
-#if CORAL_HAVE_CUDA
-  return probe().why;
-#else
-  return "this build of Coral has no CUDA support (built without nvcc)";
-#endif
-}
+Stream::Stream() { may_allocate("cudaStreamCreate"); s_ = backend().stream_create(); }
+Stream::~Stream() { may_release("cudaStreamDestroy"); backend().stream_destroy(s_); }
+void Stream::sync_raw(void* s) { backend().stream_sync(s); }
 
-int device_of(const void* p) {
-  if (!p) return -1;
-  if (emu::enabled()) return emu::device_of(p);
-#if CORAL_HAVE_CUDA
-  if (!usable()) return -1;
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
-#else
-  return -1;
-#endif
-}
-
-void load_kernels() {
-  may_allocate("loading the CUDA kernels");
-  if (emu::enabled()) return;
-  CORAL_CUDA(check(kernels::cuda::preload(), "loading the CUDA kernels (cudaFuncGetAttributes)"));
-}
-int current_device() {
-  if (emu::enabled()) return 0;
-  int d = 0;
-  CORAL_CUDA(check(cudaGetDevice(&d), "cudaGetDevice"));
-  return d;
-}
-
-void set_device(int device) {
-  if (emu::enabled()) return;
-  CORAL_CUDA(check(cudaSetDevice(device), "cudaSetDevice"));
-  (void)device;
-}
-
-int device_count() {
-  if (emu::enabled()) return 1;
-  int n = 0;
-#if CORAL_HAVE_CUDA
-  if (!usable() || cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-#endif
-  return n;
-}
-
-Stream::Stream() {
-  may_allocate("cudaStreamCreate");
-  if (emu::enabled()) {
-    s_ = emu::stream_create();
-    return;
-  }
-#if CORAL_HAVE_CUDA
-  cudaStream_t s;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  s_ = s;
-#else
-  unavailable();
-#endif
-}
-
-Stream::~Stream() {
-  may_release("cudaStreamDestroy");
-  if (emu::enabled()) {
-    emu::stream_destroy(s_);
-    return;
-  }
-  CORAL_CUDA_RELEASE(cudaStreamDestroy(static_cast<cudaStream_t>(s_)));
-}
-
-void Stream::sync_raw(void* s) {
-  if (emu::enabled()) return emu::stream_sync(s);
-  CORAL_CUDA(check(cudaStreamSynchronize(static_cast<cudaStream_t>(s)), "cudaStreamSynchronize"));
-  (void)s;
-}
-
-// Emulated work completes when issued: events have nothing to wait for.
-Event::Event() {
-  may_allocate("cudaEventCreate");
-  if (emu::enabled()) return;
-#if CORAL_HAVE_CUDA
-  cudaEvent_t e;
-  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  e_ = e;
-#else
-  unavailable();
-#endif
-}
-
+// e_ stays null where events have nothing to wait for (the emulated GPU).
+Event::Event() { may_allocate("cudaEventCreate"); e_ = backend().event_create(); }
 Event::~Event() {
   may_release("cudaEventDestroy");
-  if (e_) CORAL_CUDA_RELEASE(cudaEventDestroy(static_cast<cudaEvent_t>(e_)));
+  if (e_) backend().event_destroy(e_);
 }
-
 void Event::record(void* stream) {
-  if (!e_) return;
-  CORAL_CUDA(check(cudaEventRecord(static_cast<cudaEvent_t>(e_), static_cast<cudaStream_t>(stream)), "cudaEventRecord"));
-  (void)stream;
+  if (e_) backend().event_record(e_, stream);
 }
-
 void Event::sync() {
-  if (!e_) return;
-  CORAL_CUDA(check(cudaEventSynchronize(static_cast<cudaEvent_t>(e_)), "cudaEventSynchronize"));
+  if (e_) backend().event_sync(e_);
 }
 
-HostFlag::HostFlag() {
-  if (emu::enabled()) {
-    host_ = new uint64_t(0);
-    return;
-  }
-#if CORAL_HAVE_CUDA
-  void* h = nullptr;
-  check(cudaHostAlloc(&h, 64, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc (stream flag)");
-  host_ = static_cast<volatile uint64_t*>(h);
-  *host_ = 0;
-  check(cudaHostGetDevicePointer(&dev_, h, 0), "cudaHostGetDevicePointer (stream flag)");
-#else
-  unavailable();
-#endif
-}
-
-HostFlag::~HostFlag() {
-  if (emu::enabled()) {
-    delete const_cast<uint64_t*>(host_);
-    return;
-  }
-  // A stream may still be polling the word: let the device finish before the memory goes.
-  CORAL_CUDA_RELEASE((cudaDeviceSynchronize(), cudaFreeHost(const_cast<uint64_t*>(host_))));
-}
-
+HostFlag::HostFlag() { backend().flag_alloc(host_, dev_); }
+HostFlag::~HostFlag() { backend().flag_free(host_); }
 void HostFlag::stream_wait_geq(void* stream, uint64_t value) {
   if (value > waited_.load(std::memory_order_relaxed)) waited_.store(value, std::memory_order_relaxed);
-  if (emu::enabled()) return emu::stream_wait(stream, host_, value);
-#if CORAL_HAVE_CUDA
-  if (WaitValueFn f = wait_value_fn()) {
-    CUresult r = f(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(dev_), value, CU_STREAM_WAIT_VALUE_GEQ);
-    if (r == CUDA_SUCCESS) return;
-  }
-  check(kernels::cuda::wait_geq(static_cast<const volatile uint64_t*>(dev_), value, stream), "flag wait kernel");
-#else
-  (void)stream;
-  (void)value;
-#endif
+  backend().flag_wait(stream, host_, dev_, value);
 }
-
 bool HostFlag::parked() const {
   return waited_.load(std::memory_order_relaxed) > __atomic_load_n(host_, __ATOMIC_ACQUIRE);
 }
@@ -282,81 +161,29 @@ void HostFlag::set(uint64_t value) { __atomic_store_n(const_cast<uint64_t*>(host
 
 void* alloc_device(size_t bytes) {
   may_allocate("cudaMalloc");
-  if (emu::enabled()) return emu::alloc(bytes);
-  void* p = nullptr;
-  CORAL_CUDA(check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc"));
-  (void)bytes;
-  return p;
+  return backend().alloc_device(bytes);
 }
-
 void free_device(void* p) {
-  if (!p) return;
-  may_release("cudaFree");
-  if (emu::enabled()) return emu::free(p);
-  CORAL_CUDA_RELEASE(cudaFree(p));
+  if (releasing(p, "cudaFree")) backend().free_device(p);
 }
-
 void* alloc_pinned(size_t bytes) {
   may_allocate("cudaHostAlloc");
-  if (emu::enabled()) return ::operator new(bytes ? bytes : 1);
-  void* p = nullptr;
-  CORAL_CUDA(check(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable), "cudaHostAlloc"));
-  (void)bytes;
-  return p;
+  return backend().alloc_pinned(bytes);
 }
-
 void free_pinned(void* p) {
-  if (!p) return;
-  may_release("cudaFreeHost");
-  if (emu::enabled()) return ::operator delete(p);
-  CORAL_CUDA_RELEASE(cudaFreeHost(p));
+  if (releasing(p, "cudaFreeHost")) backend().free_pinned(p);
 }
-
 void copy_async(void* dst, const void* src, size_t bytes, void* stream) {
-  if (!bytes) return;
-  if (emu::enabled()) {
-    emu::stream_sync(stream);  // stream order: after the calls queued before it
-    std::memmove(dst, src, bytes);
-    return;
-  }
-  CORAL_CUDA(check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
-                   "cudaMemcpyAsync"));
-  (void)dst, (void)src, (void)stream;
+  if (bytes) backend().copy_async(dst, src, bytes, stream);
 }
 
-IpcHandle ipc_export(void* dev) {
-  if (emu::enabled()) return emu::ipc_export(dev);
-  IpcHandle out{};
-#if CORAL_HAVE_CUDA
-  cudaIpcMemHandle_t h;
-  check(cudaIpcGetMemHandle(&h, dev), "cudaIpcGetMemHandle");
-  static_assert(sizeof h == sizeof out);
-  std::memcpy(out.data(), &h, sizeof h);
-#else
-  unavailable();
-#endif
-  return out;
-}
-
-void* ipc_open(const IpcHandle& in) {
+IpcHandle ipc_export(void* dev) { return backend().ipc_export(dev); }
+void* ipc_open(const IpcHandle& h) {
   may_allocate("cudaIpcOpenMemHandle");
-  if (emu::enabled()) return emu::ipc_open(in);
-  void* p = nullptr;
-#if CORAL_HAVE_CUDA
-  cudaIpcMemHandle_t h;
-  std::memcpy(&h, in.data(), sizeof h);
-  check(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
-#else
-  unavailable();
-#endif
-  return p;
+  return backend().ipc_open(h);
 }
-
 void ipc_close(void* p) {
-  if (!p) return;
-  may_release("cudaIpcCloseMemHandle");
-  if (emu::enabled()) return emu::ipc_close(p);
-  CORAL_CUDA_RELEASE(cudaIpcCloseMemHandle(p));
+  if (releasing(p, "cudaIpcCloseMemHandle")) backend().ipc_close(p);
 }
 
 }  // namespace coral::gpu

@@ -1,54 +1,36 @@
 #include "transport/tcp/domain.h"
 
-#include <poll.h>
 #include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <set>
 #include <thread>
 
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "transport/tcp/interface.h"
+#include "base/socket.h"
+#include "transport/tcp/dial.h"
 
 namespace coral::transport::tcp {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 Geometry geometry_from_config() {
   uint64_t slot = config::get_bytes("CORAL_SOCKET_SLOT_BYTES");
   int64_t nslots = config::get_int("CORAL_SOCKET_NSLOTS");
   int64_t nsocks = config::get_int("CORAL_SOCKET_NSOCKS");
-  if (slot < 4096 || slot > (1u << 30) || slot % 64)
-    fail(coralInvalidArgument, "CORAL_SOCKET_SLOT_BYTES must be a multiple of 64 between 4K and 1G");
-  if (nslots < 2 || nslots > 1024) fail(coralInvalidArgument, "CORAL_SOCKET_NSLOTS must be between 2 and 1024");
-  if (nsocks < 1 || nsocks > kMaxSockets)
-    fail(coralInvalidArgument, "CORAL_SOCKET_NSOCKS must be between 1 and " + std::to_string(kMaxSockets));
+  // The registry holds the ranges (at most kMaxSockets sockets).
   return {static_cast<uint32_t>(slot), static_cast<uint32_t>(nslots), static_cast<int>(nsocks)};
-}
-
-std::string ranks_list(const std::vector<int>& r) {
-  std::string s;
-  for (int q : r) s += (s.empty() ? "" : ", ") + std::to_string(q);
-  return s;
 }
 
 }  // namespace
 
 TcpDomain::TcpDomain(const ConnectArgs& a) : nranks_(static_cast<int>(a.peers->size())) {
   int64_t nthreads = config::get_int("CORAL_SOCKET_NTHREADS");
-  if (nthreads < 0 || nthreads > kMaxSockets)
-    fail(coralInvalidArgument, fmt::format("CORAL_SOCKET_NTHREADS must be between 0 (the waiting thread does the "
-                                           "socket I/O) and {}, not {}", kMaxSockets, nthreads));
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) fail_errno("epoll_create1", errno);
   try {
@@ -66,115 +48,28 @@ TcpDomain::TcpDomain(const ConnectArgs& a) : nranks_(static_cast<int>(a.peers->s
 void TcpDomain::connect_all(const ConnectArgs& a) {
   const Geometry g = geometry_from_config();
   const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
-  LocalAddress local = choose_address(a.store->address());
-  int lfd = net::listen_on(local.addr, SOMAXCONN);
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{lfd};
-  net::SockAddr me = net::local_address(lfd);
-  // The token proves a connection comes from this job: only ranks that passed the store's
-  // secret check can read it.
-  wire::Secret token = wire::random_secret();
-  a.store->set(a.prefix + "/addr/" + std::to_string(a.rank),
-               to_bytes(me.str() + " " + wire::secret_to_hex(token) + " " + std::to_string(g.nsocks) + " " +
-                        std::to_string(g.slot_bytes) + " " + std::to_string(g.nslots)));
-  log::info(log::Net, "tcp: listening on {} ({}), {} socket(s) per peer", me.str(), local.ifname, g.nsocks);
-
-  std::map<int, std::vector<int>> fds;  // peer -> fd per socket index
-  std::map<int, std::string> where;
-  auto left = [&] { return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()); };
-  // Lower ranks connect to higher ones; the hello goes out at once, so no side waits on the other.
-  for (int q : a.targets) {
-    if (q < a.rank) continue;
-    std::string info = to_string(a.store->get(a.prefix + "/addr/" + std::to_string(q), left()));
-    char addr[128], hex[80];
-    unsigned nsocks = 0, slot = 0, nslots = 0;
-    if (std::sscanf(info.c_str(), "%127s %79s %u %u %u", addr, hex, &nsocks, &slot, &nslots) != 5)
-      fail(coralRemoteError, "tcp: malformed address record of rank " + std::to_string(q));
-    if (static_cast<int>(nsocks) != g.nsocks || slot != g.slot_bytes || nslots != g.nslots)
-      fail(coralInvalidUsage, fmt::format("tcp: rank {} uses {} socket(s) and {} slots of {} bytes, rank {} uses {} and "
-                                          "{} of {}: set CORAL_SOCKET_NSOCKS/NSLOTS/SLOT_BYTES alike everywhere",
-                                          q, nsocks, nslots, slot, a.rank, g.nsocks, g.nslots, g.slot_bytes));
-    wire::Secret theirs = wire::secret_from_hex(hex);
-    net::SockAddr to = net::resolve(addr);
-    where[q] = to.str();
-    for (int i = 0; i < g.nsocks; ++i) {
-      int fd = net::connect_retry(to, deadline);
-      Hello h{kHelloMagic, kVersion, static_cast<uint16_t>(i), static_cast<uint16_t>(g.nsocks), 0, a.rank, q,
-              g.slot_bytes, g.nslots, {}};
-      std::memcpy(h.token, theirs.data(), sizeof h.token);
-      if (!net::send_all(fd, &h, sizeof h, deadline)) {
-        close(fd);
-        fail(coralRemoteError, "tcp: rank " + std::to_string(q) + " at " + to.str() + " closed the connection at once");
-      }
-      fds[q].push_back(fd);
-    }
-  }
-  // Accept the lower ranks' sockets; anything else that connects is turned away and logged.
-  std::set<int> expect;
-  for (int q : a.targets)
-    if (q < a.rank) expect.insert(q);
-  size_t missing = expect.size() * static_cast<size_t>(g.nsocks);
-  std::map<int, std::vector<int>> got;
-  while (missing > 0) {
-    pollfd p{lfd, POLLIN, 0};
-    int rc = poll(&p, 1, static_cast<int>(std::max<long long>(0, std::min<long long>(left().count(), 1000))));
-    if (rc < 0 && errno != EINTR) fail_errno("poll", errno);
-    if (rc <= 0) {
-      if (Clock::now() >= deadline) {
-        std::vector<int> absent;
-        for (int q : expect)
-          if (got[q].size() < static_cast<size_t>(g.nsocks)) absent.push_back(q);
-        fail(coralTimeout, "tcp: rank " + std::to_string(a.rank) + " timed out waiting for ranks " + ranks_list(absent) +
-                               " to connect (CORAL_TIMEOUT)");
-      }
-      continue;
-    }
-    net::SockAddr from;
-    from.len = sizeof from.ss;
-    int fd = accept4(lfd, reinterpret_cast<sockaddr*>(&from.ss), &from.len, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    Hello h{};
-    std::string why;
-    try {
-      // A silent stranger must not hold up the job: it gets a few seconds to say hello.
-      auto hello_by = std::min(deadline, Clock::now() + std::chrono::seconds(5));
-      why = net::recv_all(fd, &h, sizeof h, hello_by) ? check_hello(h, a.rank, nranks_, g, token.data()) : "closed before hello";
-    } catch (const Error& e) {
-      why = e.what();
-    }
-    if (why.empty() && !expect.count(h.from)) why = fmt::format("rank {} is not expected over tcp", h.from);
-    auto& slots = got[h.from];
-    if (why.empty()) slots.resize(static_cast<size_t>(g.nsocks), -1);
-    if (why.empty() && slots[h.sock] != -1) why = fmt::format("socket {} of rank {} connected twice", h.sock, h.from);
-    if (!why.empty()) {
-      log::warn(log::Net, "tcp: rank {} refused a connection from {}: {}", a.rank, from.str(), why);
-      close(fd);
-      continue;
-    }
-    slots[h.sock] = fd;
-    where[h.from] = from.str();
-    --missing;
-  }
-  for (auto& [q, v] : got)
-    if (!v.empty()) fds[q] = v;
-
-  for (auto& [q, v] : fds) {
-    for (int fd : v) {
-      net::set_nonblocking(fd, true);
-      net::set_nodelay(fd);
-    }
-    auto l = std::make_unique<TcpLink>(this, q, where[q], g, v);
-    for (int i = 0; i < l->nsocks(); ++i) {
-      epoll_event ev{};
-      ev.events = EPOLLIN | EPOLLRDHUP;
-      ev.data.u64 = sock_key(q, i);
-      if (epoll_ctl(epfd_, EPOLL_CTL_ADD, v[static_cast<size_t>(i)], &ev) != 0) fail_errno("epoll_ctl", errno);
-    }
-    links_.emplace(q, std::move(l));
-  }
+  Listener listener;  // open until every link is made
+  listen_and_publish(a, g, listener);
+  PeerSockets socks;
+  dial_peers(a, g, deadline, socks);
+  accept_peers(a, g, nranks_, listener, deadline, socks);
+  for (auto& [q, v] : socks.fds) add_link(q, socks.where[q], g, v);
   log::info(log::Net, "tcp: rank {} connected to {} peer(s)", a.rank, links_.size());
+}
+
+void TcpDomain::add_link(int peer, const std::string& where, const Geometry& g, const std::vector<int>& fds) {
+  for (int fd : fds) {
+    net::set_nonblocking(fd, true);
+    net::set_nodelay(fd);
+  }
+  auto l = std::make_unique<TcpLink>(this, peer, where, g, fds);
+  for (int i = 0; i < l->nsocks(); ++i) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = sock_key(peer, i);
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fds[static_cast<size_t>(i)], &ev) != 0) fail_errno("epoll_ctl", errno);
+  }
+  links_.emplace(peer, std::move(l));
 }
 
 TcpDomain::~TcpDomain() {

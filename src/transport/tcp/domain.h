@@ -113,6 +113,8 @@ class TcpDomain : public Domain {
     std::thread thread;
   };
   void connect_all(const ConnectArgs& a);
+  // Makes the link to peer over its connected sockets and puts them in the poll set.
+  void add_link(int peer, const std::string& where, const Geometry& g, const std::vector<int>& fds);
   void want_write(TcpLink* l);
   void write_pending();
   // Helper-thread mode (domain_threads.cc).

@@ -7,6 +7,7 @@ namespace coral::transport::tcp {
 class TcpTransport : public Transport {
  public:
   const char* name() const override { return "tcp"; }
+  const char* depth_knob() const override { return "CORAL_SOCKET_NSLOTS"; }
   bool can_connect(const PeerInfo&, const PeerInfo&) const override { return true; }
   std::unique_ptr<Domain> connect(const ConnectArgs& args) override;
 };
