@@ -135,42 +135,11 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
     peers[r] = {r, std::stoi(lines[1]), s.substr(at)};
   }
 
-  links_.assign(nranks, nullptr);
-  domain_of_.assign(nranks, nullptr);
-  transport_of_.assign(nranks, "self");
-  std::vector<bool> done(nranks, false);
-  done[rank] = true;
-  for (transport::Transport* t : transport::registry()) {
-    transport::ConnectArgs ca{store_.get(), prefix + "/" + t->name(), &peers, rank, {}, timeout_s_};
-    for (int q = 0; q < nranks; ++q)
-      if (!done[q] && t->can_connect(me, peers[q])) ca.targets.push_back(q);
-    if (ca.targets.empty()) continue;
-    auto dom = t->connect(ca);
-    for (int q : ca.targets) {
-      links_[q] = dom->link(q);
-      domain_of_[q] = dom.get();
-      done[q] = true;
-      max_message_ = std::min(max_message_, links_[q]->max_message());
-      if (links_[q]->max_in_flight() < sched::kMinInFlight)
-        fail(coralInvalidArgument, fmt::format("{} allows {} message(s) in flight; schedules need {} "
-                                               "(raise CORAL_SHM_NSLOTS)", t->name(),
-                                               links_[q]->max_in_flight(), sched::kMinInFlight));
-    }
-    log::info(log::Init, "{} connects {} peers", t->name(), ca.targets.size());
-    for (int q : ca.targets) transport_of_[q] = t->name();
-    if (dom->needs_polling()) polled_.push_back(dom.get());
-    if (std::string_view(t->name()) == "shm") cpu_gate_ = dom.get();
-    domains_.push_back(std::move(dom));
-  }
+  std::vector<int> others;
   for (int q = 0; q < nranks; ++q)
-    if (!done[q]) {
-      std::string missing;
-      for (transport::Transport* t : transport::registry())
-        if (!t->available()) missing += fmt::format("; {} is not available on this host (CORAL_DEBUG=INFO says why)", t->name());
-      fail(coralSystemError, fmt::format("no transport connects rank {} (host {}) with rank {} (host {}); "
-                                         "CORAL_TRANSPORT={}{}", rank, me.host_id, q, peers[q].host_id,
-                                         settings_.transport, missing));
-    }
+    if (q != rank) others.push_back(q);
+  host_ = transport::connect_all({store_.get(), prefix, &peers, rank, others, timeout_s_}, transport::Memory::Host,
+                                 sched::kMinInFlight);
   // More ranks here than cores: a waiting rank yields at once, or the peer it waits for may not
   // get a core for a whole time slice.
   int local = 0;
@@ -325,12 +294,12 @@ void Communicator::execute(Call& c, bool background, bool device) {
   bool p2p = a.coll == sched::Coll::Send || a.coll == sched::Coll::Recv;
   uint64_t tag = make_tag(tag_coll, p2p ? coralUint8 : a.dtype, p2p ? coralSum : a.op, salt);
   const sched::Schedule& s = cached.schedule;
-  if (!device && !cached.plan.links) cached.plan = compile(s, links_, es);
+  if (!device && !cached.plan.links) cached.plan = compile(s, host_.links, es);
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
   // caller's computation, which is what non-blocking calls exist to overlap.
-  Monitor mon(rank_, device ? gpu_->domain_of.data() : domain_of_.data(), polled_, timeout_s_,
+  Monitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_,
               sched::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
-              background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, cpu_gate_);
+              background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate);
   mon.tag = tag;
   const auto start = trial ? Clock::now() : Clock::time_point{};
   try {
@@ -344,9 +313,9 @@ void Communicator::execute(Call& c, bool background, bool device) {
       scratch = scratch_.data();
     }
     coral::execute(s, ExecArgs{c.send, c.recv, scratch, a.dtype, a.op, nranks_, tag,
-                               device ? &gpu_->links : &links_, &mon, mem.get(), device ? nullptr : &cached.plan});
+                               device ? &gpu_->links : &host_.links, &mon, mem.get(), device ? nullptr : &cached.plan});
     if (!device)
-      for (auto& d : domains_) d->drain(mon);
+      for (auto& d : host_.domains) d->drain(mon);
   } catch (const Error& e) {
     std::string msg = fmt::format("rank {}: {}", rank_, e.what());
     record_failure(e.code(), msg);
@@ -365,7 +334,7 @@ void Communicator::record_failure(coralResult_t code, const std::string& msg) {
 }
 
 void Communicator::abort(const std::string& why) {
-  for (auto& d : domains_) d->abort(why);
+  for (auto& d : host_.domains) d->abort(why);
   if (gpu_ && gpu_->ipc) gpu_->ipc->abort(why);
   std::lock_guard<std::mutex> lock(state_mu_);
   if (failed_ == coralSuccess) {

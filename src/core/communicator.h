@@ -88,9 +88,9 @@ class Communicator {
   // The trials' settled picks as a CORAL_ALGO value.
   std::string trial_picks() const { return tuner_.overrides(); }
   // Name of the transport that carries traffic to peer ("self" for this rank).
-  const std::string& transport_of(int peer) const { return transport_of_[peer]; }
+  const std::string& transport_of(int peer) const { return host_.transport_of[peer]; }
   // The largest message the transports take: the chunk for algorithms without a pipeline.
-  size_t chunk_bytes() const { return max_message_ == SIZE_MAX ? (1u << 20) : max_message_; }
+  size_t chunk_bytes() const { return host_.max_message == SIZE_MAX ? (1u << 20) : host_.max_message; }
   // Marks the communicator failed and tells local peers.
   void abort(const std::string& why);
   coralResult_t async_error() const;
@@ -129,13 +129,7 @@ class Communicator {
   double timeout_s_;
   sched::Tuner tuner_;
   std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
-  std::vector<std::unique_ptr<transport::Domain>> domains_;
-  std::vector<transport::Link*> links_;
-  std::vector<transport::Domain*> domain_of_;
-  std::vector<transport::Domain*> polled_;  // transports a wait on any other must keep going
-  transport::Domain* cpu_gate_ = nullptr;   // decides whether a waiter's yield can help (shm)
-  std::vector<std::string> transport_of_;
-  size_t max_message_ = SIZE_MAX;
+  transport::LinkSet host_;  // host-buffer links to every peer
   uint64_t coll_seq_ = 0;
   std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;
   std::unique_ptr<GpuState> gpu_;
@@ -143,7 +137,7 @@ class Communicator {
   struct Cached {
     sched::Schedule schedule;
     size_t chunk;  // elements, as the schedule was built with
-    Plan plan;     // against links_, made at the first host call
+    Plan plan;     // against host_.links, made at the first host call
   };
   std::map<CacheKey, Cached> cache_;
   bool agreeing_ = false;  // inside agree(): its all-reduce runs the cost model's pick

@@ -101,14 +101,12 @@ void Communicator::connect_device_links() {
   g.all_local = static_cast<int>(local.size()) == nranks_ - 1;
   g.chunk_bytes = settings_.cuda_ipc_slot_bytes;
   if (g.all_local && !local.empty()) {
-    transport::cuda_ipc::CudaIpcTransport t;
-    transport::ConnectArgs ca{store_.get(), prefix_ + "/cuda_ipc", &peers_, rank_, local, timeout_s_};
-    g.ipc = t.connect(ca);
-    for (int q : local) {
-      g.links[q] = g.ipc->link(q);
-      g.domain_of[q] = g.ipc.get();
-      g.chunk_bytes = std::min(g.chunk_bytes, g.links[q]->max_message());
-    }
+    transport::LinkSet set = transport::connect_all({store_.get(), prefix_, &peers_, rank_, local, timeout_s_},
+                                                    transport::Memory::Device, sched::kMinInFlight);
+    g.links = std::move(set.links);
+    g.domain_of = std::move(set.domain_of);
+    g.chunk_bytes = std::min<size_t>(g.chunk_bytes, set.max_message);
+    if (!set.domains.empty()) g.ipc = std::move(set.domains.front());
   }
   // Sized now, in the caller's thread (see gpu_state.h): the folds' scratch is at most a chunk.
   if (g.all_local) g.scratch.get(g.chunk_bytes);

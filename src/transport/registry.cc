@@ -2,6 +2,8 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/log.h"
+#include "transport/cuda_ipc/transport.h"
 #include "transport/shm/transport.h"
 #include "transport/tcp/transport.h"
 #include "transport/transport.h"
@@ -61,6 +63,62 @@ std::vector<Transport*> registry() {
     out.push_back(hit);
   }
   return out;
+}
+
+namespace {
+
+std::vector<Transport*> device_transports() {
+  static cuda_ipc::CudaIpcTransport ipc;
+  return {&ipc};
+}
+
+}  // namespace
+
+LinkSet connect_all(const ConnectArgs& args, Memory memory, int min_in_flight) {
+  const int nranks = static_cast<int>(args.peers->size());
+  const std::vector<PeerInfo>& peers = *args.peers;
+  LinkSet set;
+  set.links.assign(nranks, nullptr);
+  set.domain_of.assign(nranks, nullptr);
+  set.transport_of.assign(nranks, "");
+  set.transport_of[args.rank] = "self";
+  std::vector<int> left = args.targets;
+  const std::vector<Transport*> order = memory == Memory::Device ? device_transports() : registry();
+  for (Transport* t : order) {
+    if (left.empty()) break;
+    ConnectArgs ca = args;
+    ca.prefix = args.prefix + "/" + t->name();
+    ca.targets.clear();
+    for (int q : left)
+      if (t->can_connect(peers[args.rank], peers[q])) ca.targets.push_back(q);
+    if (ca.targets.empty()) continue;
+    std::unique_ptr<Domain> dom = t->connect(ca);
+    for (int q : ca.targets) {
+      Link* l = dom->link(q);
+      if (l->max_in_flight() < min_in_flight)
+        fail(coralInvalidArgument, fmt::format("{} allows {} message(s) in flight; schedules need {} (raise {})",
+                                               t->name(), l->max_in_flight(), min_in_flight, t->depth_knob()));
+      set.links[q] = l;
+      set.domain_of[q] = dom.get();
+      set.transport_of[q] = t->name();
+      set.max_message = std::min(set.max_message, l->max_message());
+    }
+    std::erase_if(left, [&](int q) { return set.links[q] != nullptr; });
+    log::info(log::Init, "{} connects {} peers", t->name(), ca.targets.size());
+    if (dom->needs_polling()) set.polled.push_back(dom.get());
+    if (dom->knows_cpus()) set.cpu_gate = dom.get();
+    set.domains.push_back(std::move(dom));
+  }
+  if (memory == Memory::Host && !left.empty()) {
+    const int q = left.front();
+    std::string missing;
+    for (Transport* t : order)
+      if (!t->available()) missing += fmt::format("; {} is not available on this host (CORAL_DEBUG=INFO says why)", t->name());
+    fail(coralSystemError, fmt::format("no transport connects rank {} (host {}) with rank {} (host {}); "
+                                       "CORAL_TRANSPORT={}{}", args.rank, peers[args.rank].host_id, q,
+                                       peers[q].host_id, config::get_string("CORAL_TRANSPORT"), missing));
+  }
+  return set;
 }
 
 }  // namespace coral::transport

@@ -98,6 +98,9 @@ class Domain {
   // A waiter for `peer` (global rank) gives up its core: sched_yield, unless this transport can
   // tell that the yield would not help any rank run.
   virtual void give_way(int peer) { (void)peer; sched_yield(); }
+  // True when give_way knows which ranks run (shared memory): waits on any transport then ask
+  // this domain before yielding.
+  virtual bool knows_cpus() const { return false; }
 };
 
 struct ConnectArgs {
@@ -117,7 +120,30 @@ class Transport {
   virtual bool available() const { return true; }
   virtual bool can_connect(const PeerInfo& a, const PeerInfo& b) const = 0;
   virtual std::unique_ptr<Domain> connect(const ConnectArgs& args) = 0;
+  // True for transports of device buffers (cuda_ipc); the others carry host memory.
+  virtual bool device_memory() const { return false; }
+  // The knob that sets how many messages a link has in flight, for an error that asks for more.
+  virtual const char* depth_knob() const = 0;
 };
+
+enum class Memory { Host, Device };
+
+// Every link of one rank, whichever transports made them.
+struct LinkSet {
+  std::vector<std::unique_ptr<Domain>> domains;
+  std::vector<Link*> links;              // by rank; null for this rank and unconnected ranks
+  std::vector<Domain*> domain_of;        // by rank, likewise
+  std::vector<std::string> transport_of; // by rank: "self" for this rank, "" where unconnected
+  std::vector<Domain*> polled;           // domains a wait on any other must keep going
+  Domain* cpu_gate = nullptr;            // the domain that knows which ranks run (knows_cpus)
+  size_t max_message = SIZE_MAX;         // the smallest of the links' largest messages
+};
+
+// Connects args.rank to args.targets through the registry's transports in order, each taking
+// the targets it can reach; every link must allow min_in_flight messages. Host memory: a target
+// that no transport reaches is an error naming both hosts. Device memory: only the device
+// transports try, and targets they cannot reach stay unconnected (the caller stages them).
+LinkSet connect_all(const ConnectArgs& args, Memory memory, int min_in_flight);
 
 // Ordered list of the transports to use (CORAL_TRANSPORT may force some).
 std::vector<Transport*> registry();

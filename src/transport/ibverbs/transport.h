@@ -8,6 +8,7 @@ namespace coral::transport::ibverbs {
 class IbvTransport : public Transport {
  public:
   const char* name() const override { return "ibverbs"; }
+  const char* depth_knob() const override { return "CORAL_IB_NSLOTS"; }
   bool available() const override;
   bool can_connect(const PeerInfo&, const PeerInfo&) const override { return available(); }
   std::unique_ptr<Domain> connect(const ConnectArgs& args) override;

@@ -37,6 +37,7 @@ class ShmDomain : public Domain {
     if (yielder_) yielder_->give_way(peer);
     else sched_yield();
   }
+  bool knows_cpus() const override { return yielder_ != nullptr; }
 
  private:
   Geometry geo_{};

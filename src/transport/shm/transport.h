@@ -9,6 +9,7 @@ namespace coral::transport::shm {
 class ShmTransport : public Transport {
  public:
   const char* name() const override { return "shm"; }
+  const char* depth_knob() const override { return "CORAL_SHM_NSLOTS"; }
   bool can_connect(const PeerInfo& a, const PeerInfo& b) const override;
   std::unique_ptr<Domain> connect(const ConnectArgs& args) override;
 };

@@ -8,6 +8,7 @@ namespace coral::transport::ucx {
 class UcxTransport : public Transport {
  public:
   const char* name() const override { return "ucx"; }
+  const char* depth_knob() const override { return "CORAL_UCX_NSLOTS"; }
   bool can_connect(const PeerInfo&, const PeerInfo&) const override { return true; }
   std::unique_ptr<Domain> connect(const ConnectArgs& args) override;
 };
