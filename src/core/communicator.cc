@@ -28,48 +28,6 @@ constexpr int kBackgroundSpin = 200;
 
 using Clock = std::chrono::steady_clock;
 
-class Monitor : public WaitMonitor {
- public:
-  Monitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
-          double timeout_s, const char* what, int spin_polls, int pause, transport::Domain* cpu_gate)
-      : rank_(rank), domain_of_(domain_of), polled_(polled), cpu_gate_(cpu_gate), timeout_s_(timeout_s), what_(what) {
-    spin = spin_polls;
-    pause_polls = pause;
-    if (!polled_.empty()) sleep_slice_ns = 1000 * 1000;
-  }
-  void poll_others(const void* self) override {
-    for (transport::Domain* d : polled_)
-      if (d != self) d->advance();
-  }
-  void yield_core(int peer) override {
-    if (cpu_gate_) cpu_gate_->give_way(peer);
-    else sched_yield();
-  }
-  // Only called once a wait has gone to sleep, so the clock is read off the fast path: the
-  // timeout counts from the first sleep of this operation.
-  void check(int peer) override {
-    if (deadline_ == Clock::time_point{})
-      deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
-    transport::Domain* d = domain_of_[peer];
-    std::string why = d->remote_abort();
-    if (!why.empty()) fail(coralRemoteError, fmt::format("{} aborted: {}", what_, why));
-    why = d->peer_failure(peer);
-    if (!why.empty()) fail(coralRemoteError, fmt::format("{}: {} while rank {} waited for it", what_, why, rank_));
-    if (Clock::now() > deadline_)
-      fail(coralTimeout, fmt::format("{}: rank {} timed out after {} s waiting for rank {} "
-                                     "(CORAL_TIMEOUT)", what_, rank_, timeout_s_, peer));
-  }
-
- private:
-  int rank_;
-  transport::Domain* const* domain_of_;
-  const std::vector<transport::Domain*>& polled_;
-  transport::Domain* cpu_gate_;  // the shared-memory domain: knows whether the awaited rank runs elsewhere
-  Clock::time_point deadline_{};
-  double timeout_s_;
-  const char* what_;
-};
-
 // The settings that decide which schedule a call runs. Ranks that disagree on one would run
 // different schedules and wait on each other until the timeout, so they are compared at start.
 std::vector<std::pair<std::string, std::string>> schedule_settings(const sched::TuneParams& t, size_t chunk, bool probe) {
@@ -216,14 +174,8 @@ void Communicator::probe_links() {
             result[0] * 1e6, 1e-9 / result[1], result[2] * 1e6, 1e-9 / result[3]);
 }
 
-Communicator::~Communicator() {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    stopping_ = true;
-  }
-  queue_cv_.notify_all();
-  if (progress_.joinable()) progress_.join();
-}
+// queue_, the last member, goes first: it runs what is queued and joins its thread.
+Communicator::~Communicator() = default;
 
 void Communicator::agree(sched::Trial& trial, const sched::CollArgs& args, bool background) {
   std::vector<double> mine = trial.scores(), all(mine.size());
@@ -297,7 +249,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
   if (!device && !cached.plan.links) cached.plan = compile(s, host_.links, es);
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
   // caller's computation, which is what non-blocking calls exist to overlap.
-  Monitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_,
+  PeerMonitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_,
               sched::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
               background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate);
   mon.tag = tag;
@@ -358,11 +310,7 @@ void Communicator::set_last_error(const std::string& msg) {
   last_error_ = msg;
 }
 
-void Communicator::wait_idle() {
-  if (outstanding_.load(std::memory_order_acquire) == 0) return;
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  queue_cv_.wait(lock, [&] { return outstanding_ == 0; });
-}
+void Communicator::wait_idle() { queue_.wait_idle(); }
 
 void Communicator::run(Call call) {
   wait_idle();
@@ -373,54 +321,29 @@ void Communicator::run(Call call) {
 std::shared_ptr<Request> Communicator::submit(Call call) {
   auto req = std::make_shared<Request>();
   req->call = call;
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  if (!progress_.joinable()) progress_ = std::thread([this] { progress_loop(); });
-  queue_.push_back(req);
-  outstanding_.fetch_add(1, std::memory_order_relaxed);
-  queue_cv_.notify_all();
+  queue_.submit(req);
   return req;
 }
 
-void Communicator::progress_loop() {
-  log::set_thread_rank(rank_);
-  while (true) {
-    // Declared before req so that dropping req (its event) is inside it too.
-    std::optional<gpu::ProgressScope> scope;
-    std::shared_ptr<Request> req;
-    {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing left to run
-      req = queue_.front();
-      queue_.pop_front();
-      if (req->ready) scope.emplace(&gpu_->flag);
-    }
-    coralResult_t rc = coralSuccess;
-    std::string err;
-    try {
-      std::lock_guard<std::mutex> lock(exec_mu_);
-      if (req->ready) run_stream_call(*req);
-      else execute(req->call, true);
-    } catch (const Error& e) {
-      rc = e.code();
-      err = e.what();
-    } catch (const std::exception& e) {
-      rc = coralInternalError;
-      err = e.what();
-    }
-    {
-      std::lock_guard<std::mutex> lock(req->mu);
-      req->done = true;
-      req->result = rc;
-      req->error = err;
-    }
-    req->cv.notify_all();
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      outstanding_.fetch_sub(1, std::memory_order_release);
-    }
-    queue_cv_.notify_all();
+void Communicator::run_queued(std::shared_ptr<Request>& req) {
+  // Declared before the request is dropped, so that dropping it (its event) is inside it too.
+  std::optional<gpu::ProgressScope> scope;
+  if (req->ready) scope.emplace(&gpu_->flag);
+  coralResult_t rc = coralSuccess;
+  std::string err;
+  try {
+    std::lock_guard<std::mutex> lock(exec_mu_);
+    if (req->ready) run_stream_call(*req);
+    else execute(req->call, true);
+  } catch (const Error& e) {
+    rc = e.code();
+    err = e.what();
+  } catch (const std::exception& e) {
+    rc = coralInternalError;
+    err = e.what();
   }
+  req->finish(rc, err);
+  req.reset();
 }
 
 }  // namespace coral

@@ -13,49 +13,14 @@
 
 #include "collectives/tuner/tuner.h"
 #include "core/executor.h"
+#include "core/progress.h"
 #include "base/settings.h"
 #include "bootstrap/store.h"
 #include "transport/transport.h"
 
 namespace coral {
 
-namespace gpu {
-class Event;
-}
 struct GpuState;
-
-struct Call {
-  sched::CollArgs args;  // rank/nranks/chunk are filled by the communicator
-  const void* send = nullptr;
-  void* recv = nullptr;
-};
-
-inline Call make_call(sched::Coll coll, const void* send, void* recv, size_t count, coralDataType_t dtype,
-                      coralRedOp_t op, int root) {
-  Call c;
-  c.args.coll = coll;
-  c.args.count = count;
-  c.args.dtype = dtype;
-  c.args.op = op;
-  c.args.root = root;
-  c.send = send;
-  c.recv = recv;
-  return c;
-}
-
-struct Request {
-  Call call;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  coralResult_t result = coralSuccess;
-  std::string error;
-  // Stream-ordered calls: the caller's stream work this call waits for, and the number the
-  // caller's stream waits to see in GpuState::flag.
-  std::shared_ptr<gpu::Event> ready;
-  bool device = false;  // buffers are device memory
-  uint64_t seq = 0;
-};
 
 class Communicator {
  public:
@@ -114,7 +79,8 @@ class Communicator {
   void check_usable() const;
   struct Cached;
   Cached& schedule_for(const sched::CollArgs& a, sched::Algo algo);
-  void progress_loop();
+  // On the progress thread: runs one queued request and finishes it.
+  void run_queued(std::shared_ptr<Request>& req);
   void probe_links();
   void p2p(bool send, void* buf, size_t bytes, int peer);
   void wait_idle();
@@ -157,14 +123,7 @@ class Communicator {
   std::string last_error_;
 
   std::mutex exec_mu_;  // one operation at a time
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<std::shared_ptr<Request>> queue_;
-  bool stopping_ = false;
-  // Queued or running requests. Changed under queue_mu_; wait_idle() reads it without the lock
-  // first, and the decrement follows the request's end, so seeing 0 sees its effects.
-  std::atomic<uint64_t> outstanding_{0};
-  std::thread progress_;
+  ProgressQueue queue_{rank_, [this](std::shared_ptr<Request>& r) { run_queued(r); }};
 };
 
 }  // namespace coral

@@ -15,18 +15,17 @@
 #include "core/gpu_state.h"
 #include "base/log.h"
 #include "kernels/reduce.h"
-#include "transport/cuda_ipc/transport.h"
 
 namespace coral {
 
 int Communicator::gpu_device() {
-  std::lock_guard<std::mutex> lock(queue_mu_);
+  std::lock_guard<std::mutex> lock(queue_.mutex());
   return gpu_ ? gpu_->device : -1;
 }
 
 size_t Communicator::device_chunk_bytes() {
   wait_idle();
-  std::lock_guard<std::mutex> lock(queue_mu_);
+  std::lock_guard<std::mutex> lock(queue_.mutex());
   return gpu_ && gpu_->connected ? gpu_->chunk_bytes : 0;
 }
 
@@ -34,7 +33,7 @@ void Communicator::run_on_stream(Call call, void* stream, bool device) {
   check_usable();
   const int dev = gpu::current_device();
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    std::lock_guard<std::mutex> lock(queue_.mutex());
     if (!gpu_) {
       gpu_ = std::make_unique<GpuState>(dev);
       gpu::load_kernels();
@@ -54,13 +53,10 @@ void Communicator::run_on_stream(Call call, void* stream, bool device) {
   req->device = device;
   req->ready = gpu_->events->take();
   req->ready->record(stream);
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  req->seq = ++gpu_->issued;
-  gpu_->flag.stream_wait_geq(stream, req->seq);
-  if (!progress_.joinable()) progress_ = std::thread([this] { progress_loop(); });
-  queue_.push_back(req);
-  outstanding_.fetch_add(1, std::memory_order_relaxed);
-  queue_cv_.notify_all();
+  queue_.submit(req, [&] {
+    req->seq = ++gpu_->issued;
+    gpu_->flag.stream_wait_geq(stream, req->seq);
+  });
 }
 
 void Communicator::run_stream_call(Request& r) {

@@ -84,7 +84,7 @@ struct GpuState {
   int device;
   gpu::Stream stream;  // the progress thread's: kernels and copies of every device call
   gpu::HostFlag flag;  // callers' streams wait on it
-  uint64_t issued = 0;  // stream calls handed to the progress thread (under queue_mu_)
+  uint64_t issued = 0;  // stream calls handed to the progress thread (under the progress queue's lock)
   // cuda_ipc links to every peer on this host, made at the first device-buffer call.
   bool connected = false;
   bool all_local = false;  // every peer is on this host: the device executor runs the schedule

@@ -14,30 +14,24 @@
 #include "bootstrap/mem_store.h"
 #include "base/error.h"
 #include "base/host_id.h"
+#include "core/progress.h"
 #include "transport/transport.h"
 
 namespace conformance {
 
 using namespace coral;
 
-// Ends a wait on a failed or aborting peer, or after timeout_s.
-class Monitor : public WaitMonitor {
+// The communicator's own monitor over one domain: ends a wait on a failed or aborting peer, or
+// after timeout_s.
+struct MonitorLinks {
+  std::vector<transport::Domain*> domain_of, polled;
+};
+class Monitor : private MonitorLinks, public PeerMonitor {
  public:
-  Monitor(transport::Domain* d, double timeout_s) : d_(d), timeout_s_(timeout_s) { spin = 100; pause_polls = 10; }
-  void check(int peer) override {
-    if (start_ == std::chrono::steady_clock::time_point{}) start_ = std::chrono::steady_clock::now();
-    std::string why = d_->remote_abort();
-    if (!why.empty()) fail(coralRemoteError, "aborted: " + why);
-    why = d_->peer_failure(peer);
-    if (!why.empty()) fail(coralRemoteError, why);
-    if (std::chrono::steady_clock::now() - start_ > std::chrono::duration<double>(timeout_s_))
-      fail(coralTimeout, "timed out waiting for rank " + std::to_string(peer));
-  }
-
- private:
-  transport::Domain* d_;
-  double timeout_s_;
-  std::chrono::steady_clock::time_point start_{};
+  static constexpr int kMaxRanks = 64;
+  Monitor(transport::Domain* d, double timeout_s)
+      : MonitorLinks{std::vector<transport::Domain*>(kMaxRanks, d), {}},
+        PeerMonitor(-1, domain_of.data(), polled, timeout_s, "transport test", 100, 10, nullptr) {}
 };
 
 inline transport::Transport* find(const std::string& name) {

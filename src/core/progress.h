@@ -1,0 +1,116 @@
+// Progress: the queue of non-blocking and stream-ordered requests with the thread that runs
+// them, and the monitor every wait of an operation consults (peer failures, aborts, timeout).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/wait.h"
+#include "collectives/schedule.h"
+#include "transport/transport.h"
+
+namespace coral {
+
+namespace gpu {
+class Event;
+}
+
+struct Call {
+  sched::CollArgs args;  // rank/nranks/chunk are filled by the communicator
+  const void* send = nullptr;
+  void* recv = nullptr;
+};
+
+inline Call make_call(sched::Coll coll, const void* send, void* recv, size_t count, coralDataType_t dtype,
+                      coralRedOp_t op, int root) {
+  Call c;
+  c.args.coll = coll;
+  c.args.count = count;
+  c.args.dtype = dtype;
+  c.args.op = op;
+  c.args.root = root;
+  c.send = send;
+  c.recv = recv;
+  return c;
+}
+
+struct Request {
+  Call call;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  coralResult_t result = coralSuccess;
+  std::string error;
+  // Stream-ordered calls: the caller's stream work this call waits for, and the number the
+  // caller's stream waits to see in GpuState::flag.
+  std::shared_ptr<gpu::Event> ready;
+  bool device = false;  // buffers are device memory
+  uint64_t seq = 0;
+
+  void finish(coralResult_t rc, const std::string& err);
+};
+
+// One progress thread per communicator, started by the first request: requests run in
+// submission order, each through `run`, which must finish() the request.
+class ProgressQueue {
+ public:
+  using Runner = std::function<void(std::shared_ptr<Request>&)>;
+  ProgressQueue(int rank, Runner run) : rank_(rank), run_(std::move(run)) {}
+  // Runs what is queued, then joins the thread.
+  ~ProgressQueue();
+  // `before` runs under the queue's lock, just before the request is queued (stream-ordered
+  // calls number themselves there, in queue order).
+  void submit(std::shared_ptr<Request> req, const std::function<void()>& before = {});
+  // Returns once every queued request has finished.
+  void wait_idle();
+  // The queue's lock, for state the caller guards with it.
+  std::mutex& mutex() { return mu_; }
+
+ private:
+  void loop();
+
+  int rank_;
+  Runner run_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Request>> queue_;
+  bool stopping_ = false;
+  // Queued or running requests. Changed under mu_; wait_idle() reads it without the lock first,
+  // and the decrement follows the request's end, so seeing 0 sees its effects.
+  std::atomic<uint64_t> outstanding_{0};
+  std::thread thread_;
+};
+
+// The monitor of one operation's waits: a peer's failure or abort, and CORAL_TIMEOUT, end it
+// with an error naming the operation, this rank and the peer.
+class PeerMonitor : public WaitMonitor {
+ public:
+  // domain_of: per rank, the domain of its link; polled: domains a wait must keep going;
+  // cpu_gate: the domain that knows whether the awaited rank runs elsewhere (may be null).
+  PeerMonitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
+              double timeout_s, const char* what, int spin_polls, int pause, transport::Domain* cpu_gate);
+  void poll_others(const void* self) override;
+  void yield_core(int peer) override;
+  // Only called once a wait has gone to sleep, so the clock is read off the fast path: the
+  // timeout counts from the first sleep of this operation.
+  void check(int peer) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  int rank_;
+  transport::Domain* const* domain_of_;
+  const std::vector<transport::Domain*>& polled_;
+  transport::Domain* cpu_gate_;
+  Clock::time_point deadline_{};
+  double timeout_s_;
+  const char* what_;
+};
+
+}  // namespace coral
