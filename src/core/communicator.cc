@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "bootstrap/exchange.h"
 #include "collectives/registry.h"
 #include "base/config.h"
 #include "base/settings.h"
@@ -41,13 +42,6 @@ std::vector<std::pair<std::string, std::string>> schedule_settings(const sched::
           {"CORAL_TUNE_PROBE", probe ? "1" : "0"}};
 }
 
-// One line each: nranks, pid, the schedule settings' values, then the host id (the rest).
-std::string encode_info(const transport::PeerInfo& p, int nranks, const std::vector<std::pair<std::string, std::string>>& settings) {
-  std::string s = std::to_string(nranks) + "\n" + std::to_string(p.pid) + "\n";
-  for (const auto& kv : settings) s += kv.second + "\n";
-  return s + p.host_id;
-}
-
 }  // namespace
 
 Communicator::Communicator(std::shared_ptr<Store> store, const std::string& prefix, int rank, int nranks)
@@ -70,27 +64,25 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   transport::PeerInfo me{rank, static_cast<int>(getpid()), host_id()};
   const bool probe = settings_.tune_probe;
   const auto settings = schedule_settings(tune, settings_.chunk_bytes, probe);
-  auto infos = store_allgather(*store_, prefix + "/info", rank, nranks, to_bytes(encode_info(me, nranks, settings)), timeout);
+  // One record per rank: who it is, and the settings every rank must share.
+  bootstrap::Record mine("peer record", rank);
+  mine.add("nranks", nranks).add("pid", me.pid).add("host", me.host_id);
+  std::vector<bootstrap::Agreed> agreed;
+  for (const auto& [knob, value] : settings) {
+    mine.add(knob, value);
+    agreed.push_back({knob, knob});
+  }
+  bootstrap::Exchange exchange(*store_, prefix, rank, timeout);
+  exchange.publish("info", mine);
   std::vector<transport::PeerInfo>& peers = peers_;
   peers.resize(nranks);
   for (int r = 0; r < nranks; ++r) {
-    std::string s = to_string(infos[r]);
-    std::vector<std::string> lines;
-    size_t at = 0;
-    for (size_t i = 0; i < settings.size() + 2; ++i) {
-      size_t nl = s.find('\n', at);
-      if (nl == std::string::npos) fail(coralRemoteError, "malformed peer info from rank " + std::to_string(r));
-      lines.push_back(s.substr(at, nl - at));
-      at = nl + 1;
-    }
-    if (lines[0] != std::to_string(nranks))
-      fail(coralInvalidUsage, fmt::format("rank {} was initialised with nranks={} but rank {} with {}",
-                                          r, lines[0], rank, nranks));
-    for (size_t i = 0; i < settings.size(); ++i)
-      if (lines[i + 2] != settings[i].second)
-        fail(coralInvalidUsage, fmt::format("{} must be the same on every rank: rank {} has '{}', rank {} has '{}'",
-                                            settings[i].first, r, lines[i + 2], rank, settings[i].second));
-    peers[r] = {r, std::stoi(lines[1]), s.substr(at)};
+    const bootstrap::Record theirs = exchange.read("info", r, mine.what());
+    if (theirs.text("nranks") != std::to_string(nranks))
+      fail(coralInvalidUsage, fmt::format("rank {} was initialised with nranks={} but rank {} with {}", r,
+                                          theirs.text("nranks"), rank, nranks));
+    bootstrap::check_agreed(mine, theirs, rank, agreed);
+    peers[r] = {r, static_cast<int>(theirs.number("pid", 1, INT32_MAX)), theirs.text("host")};
   }
 
   std::vector<int> others;

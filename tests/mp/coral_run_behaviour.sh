@@ -18,7 +18,8 @@ echo "$err" | grep -q "coral-run: rank 1 (pid [0-9]*) exited with code 3; stoppe
 
 # Ranks whose tuning settings differ would run different schedules: init fails at once, naming
 # the setting, instead of waiting for the timeout.
-for setting in CORAL_TUNE_TRIALS=1 CORAL_ALGO=ring CORAL_SMALL_BYTES=8K; do
+# The transports' geometry is compared in their handshakes, with the same message.
+for setting in CORAL_TUNE_TRIALS=1 CORAL_ALGO=ring CORAL_SMALL_BYTES=8K CORAL_SHM_NSLOTS=3 CORAL_SHM_SLOT_BYTES=128K; do
   start=$(date +%s)
   err=$(CORAL_TIMEOUT=60 "$run" -n 3 -- bash -c 'if [ "$CORAL_RANK" = 2 ]; then export "$1"; fi; exec "$0"' "$hello" "$setting" 2>&1)
   rc=$?
@@ -26,6 +27,10 @@ for setting in CORAL_TUNE_TRIALS=1 CORAL_ALGO=ring CORAL_SMALL_BYTES=8K; do
   echo "$err" | grep -q "${setting%%=*} must be the same on every rank" || fail "$setting on one rank: $err"
   [ $(( $(date +%s) - start )) -lt 20 ] || fail "$setting on one rank: not stopped promptly"
 done
+
+err=$(CORAL_TRANSPORT=tcp CORAL_TIMEOUT=60 "$run" -n 3 -- bash -c 'if [ "$CORAL_RANK" = 1 ]; then export CORAL_SOCKET_NSLOTS=4; fi; exec "$0"' "$hello" 2>&1)
+[ $? -ne 0 ] || fail "CORAL_SOCKET_NSLOTS on one rank: the run succeeded"
+echo "$err" | grep -q "CORAL_SOCKET_NSLOTS must be the same on every rank" || fail "CORAL_SOCKET_NSLOTS on one rank: $err"
 
 # A knob value outside what its declaration allows fails init on every rank, naming it.
 for setting in CORAL_DEBUG=LOUD CORAL_DEBUG_SUBSYS=INIT,NETWORK CORAL_SHM_NSLOTS=99; do

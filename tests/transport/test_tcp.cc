@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "bootstrap/exchange.h"
 #include "base/socket.h"
 #include "tests/transport/conformance.h"
 #include "transport/tcp/connection.h"
@@ -28,11 +29,12 @@ tcp::Hello good_hello(const wire::Secret& token) {
 // A fake rank 0 of a 2-rank job under `prefix` that knows the job's token (as a buggy or
 // out-of-date build would): connects to rank 1 and says hello; returns the socket.
 int fake_rank0(MemStore& store, const std::string& prefix) {
-  std::string rec = to_string(store.get(prefix + "/addr/1", std::chrono::seconds(10)));
-  char addr[128], hex[80];
-  if (std::sscanf(rec.c_str(), "%127s %79s", addr, hex) != 2) fail(coralInternalError, "address record: " + rec);
-  int fd = net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5));
-  tcp::Hello h = good_hello(wire::secret_from_hex(hex));
+  const bootstrap::Record rec =
+      bootstrap::Record::decode(store.get(prefix + "/addr/1", std::chrono::seconds(10)), "tcp address record", 1);
+  wire::Secret token;
+  rec.bytes("token", token.data(), token.size());
+  int fd = net::connect_retry(net::resolve(rec.text("addr")), net::Clock::now() + std::chrono::seconds(5));
+  tcp::Hello h = good_hello(token);
   h.from = 0;
   h.to = 1;
   h.nsocks = 1;
@@ -211,8 +213,10 @@ TEST_CASE("a connection with the wrong token is turned away and the job still co
   std::string intruder_saw;
   std::thread intruder([&] {
     // Rank 1 accepts from rank 0; knock on its door first with a made-up token.
-    std::string rec = to_string(store->MemStore::get("conf/tcp/addr/1", std::chrono::seconds(10)));
-    int fd = net::connect_retry(net::resolve(rec.substr(0, rec.find(' '))), net::Clock::now() + std::chrono::seconds(5));
+    const std::string addr =
+        bootstrap::Record::decode(store->MemStore::get("conf/tcp/addr/1", std::chrono::seconds(10)), "tcp address record", 1)
+            .text("addr");
+    int fd = net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5));
     tcp::Hello h = good_hello(wire::random_secret());
     h.from = 0;
     h.to = 1;

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <random>
 #include <thread>
 
+#include "bootstrap/exchange.h"
 #include "bootstrap/mem_store.h"
 #include "bootstrap/tcp_store.h"
 #include "base/error.h"
@@ -111,4 +113,65 @@ TEST_CASE("secrets parse from hex and reject junk") {
   CHECK(wire::secret_from_hex(wire::secret_to_hex(s)) == s);
   CHECK_THROWS(wire::secret_from_hex("abc"));
   CHECK_THROWS(wire::secret_from_hex(std::string(64, 'z')));
+}
+
+TEST_CASE("peer records round-trip, and every malformed one is refused naming its rank") {
+  using coral::bootstrap::Record;
+  Record r("test record", 3);
+  const uint8_t raw[5] = {0, 1, 2, 255, 0};
+  r.add("host", std::string("node-a")).add("pid", 1234).add("big", uint64_t{1} << 60).add("raw", raw, sizeof raw);
+  const Record back = Record::decode(r.encode(), "test record", 3);
+  CHECK(back.text("host") == "node-a");
+  CHECK(back.number("pid", 1, 1 << 30) == 1234);
+  CHECK(back.unsigned_number("big") == uint64_t{1} << 60);
+  uint8_t out[5];
+  back.bytes("raw", out, sizeof out);
+  CHECK(std::memcmp(out, raw, sizeof raw) == 0);
+
+  auto refused = [](auto&& f) {
+    try {
+      f();
+    } catch (const coral::Error& e) {
+      CHECK(e.code() == coralRemoteError);
+      CHECK_THAT(e.what(), Catch::Contains("test record of rank 3"));
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(refused([&] { back.text("nope"); }), Catch::Contains("no field 'nope'"));
+  CHECK_THAT(refused([&] { back.number("pid", 1, 100); }), Catch::Contains("outside 1 to 100"));
+  CHECK_THAT(refused([&] { back.number("host"); }), Catch::Contains("not a number"));
+  CHECK_THAT(refused([&] { back.bytes("raw", out, 4); }), Catch::Contains("5 bytes, expected 4"));
+  coral::Bytes b = r.encode();
+  CHECK_THAT(refused([&] { Record::decode({b.begin(), b.end() - 1}, "test record", 3); }), Catch::Contains("truncated"));
+  CHECK_THAT(refused([&] { Record::decode({}, "test record", 3); }), Catch::Contains("truncated"));
+  coral::Bytes longer = b;
+  longer.push_back(0);
+  CHECK_THAT(refused([&] { Record::decode(longer, "test record", 3); }), Catch::Contains("trail"));
+  coral::Bytes magic = b;
+  magic[0] ^= 1;
+  CHECK_THAT(refused([&] { Record::decode(magic, "test record", 3); }), Catch::Contains("magic"));
+  coral::Bytes huge = b;
+  huge[8] = 0xff;  // the first field name's length
+  huge[9] = 0xff;
+  CHECK_THAT(refused([&] { Record::decode(huge, "test record", 3); }), Catch::Contains("at most 64"));
+  Record twice("test record", 3);
+  twice.add("a", 1).add("a", 2);
+  CHECK_THAT(refused([&] { Record::decode(twice.encode(), "test record", 3); }), Catch::Contains("'a' twice"));
+}
+
+TEST_CASE("fields every rank must agree on are compared, naming the knob and both values") {
+  using coral::bootstrap::Record;
+  Record mine("r", 0), same("r", 1), other("r", 2);
+  mine.add("nslots", 4);
+  same.add("nslots", 4);
+  other.add("nslots", 8);
+  coral::bootstrap::check_agreed(mine, same, 0, {{"nslots", "CORAL_SHM_NSLOTS"}});
+  try {
+    coral::bootstrap::check_agreed(mine, other, 0, {{"nslots", "CORAL_SHM_NSLOTS"}});
+    FAIL("a different value was accepted");
+  } catch (const coral::Error& e) {
+    CHECK(e.code() == coralInvalidUsage);
+    CHECK(std::string(e.what()) == "CORAL_SHM_NSLOTS must be the same on every rank: rank 2 has '8', rank 0 has '4'");
+  }
 }

@@ -3,23 +3,30 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <sstream>
-
 #include "base/error.h"
+#include "bootstrap/exchange.h"
 #include "gpu/runtime.h"
 
 namespace coral::transport::cuda_ipc {
 
 std::string encode(const SlotsRecord& r) {
-  return fmt::format("{} {} {} {} {}", r.pid, r.device, r.ring_bytes, r.handle_hex, r.addr);
+  bootstrap::Record rec("cuda_ipc record", -1);
+  rec.add("pid", r.pid).add("device", r.device).add("ring_bytes", static_cast<uint64_t>(r.ring_bytes));
+  rec.add("handle", r.handle_hex).add("addr", static_cast<uint64_t>(r.addr));
+  const Bytes b = rec.encode();
+  return std::string(b.begin(), b.end());
 }
 
 SlotsRecord decode(const std::string& s, int peer) {
+  const bootstrap::Record rec = bootstrap::Record::decode(Bytes(s.begin(), s.end()), "cuda_ipc record", peer);
   SlotsRecord r;
-  std::istringstream in(s);
-  if (!(in >> r.pid >> r.device >> r.ring_bytes >> r.handle_hex >> r.addr) || r.handle_hex.size() != 128 ||
-      r.handle_hex.find_first_not_of("0123456789abcdef") != std::string::npos)
-    fail(coralRemoteError, fmt::format("rank {} published a malformed cuda_ipc record '{}'", peer, s));
+  r.pid = static_cast<int>(rec.number("pid", 1, INT32_MAX));
+  r.device = static_cast<int>(rec.number("device", 0, 1 << 16));
+  r.ring_bytes = rec.unsigned_number("ring_bytes");
+  r.handle_hex = rec.text("handle");
+  r.addr = static_cast<uintptr_t>(rec.unsigned_number("addr"));
+  if (r.handle_hex.size() != 128 || r.handle_hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+    rec.bad("the IPC handle is not 128 hex digits");
   return r;
 }
 

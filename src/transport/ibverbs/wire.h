@@ -9,7 +9,6 @@
 
 namespace coral::transport::ibverbs {
 
-constexpr uint32_t kQpInfoMagic = 0x50514343;  // "CCQP"
 constexpr uint16_t kQpInfoVersion = 1;
 
 struct QpInfo {

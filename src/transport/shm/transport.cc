@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <map>
 
+#include "bootstrap/exchange.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -87,24 +88,26 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
   mine_ = Segment::create(segment_name(a.prefix, a.rank), geo_.total());
   Presence* presence = ext ? nullptr : &mine_.control()->presence;
   mine_.control()->presence.cpu.store(-1);
-  std::string geo_str = std::to_string(slot) + "x" + std::to_string(nslots);
-  if (ext) a.store->set(a.prefix + "/slots/" + std::to_string(a.rank), to_bytes(ext->create(geo_.ring_bytes(), geo_.nlocal)));
-  a.store->set(a.prefix + "/shm/" + std::to_string(a.rank),
-               to_bytes(geo_str + " " + std::to_string(reinterpret_cast<uintptr_t>(&kProbe))));
+  // Each rank's segment geometry (which every rank must share), where a probe word of its lives
+  // (can peers read this process's memory?), and with device slots, where those are.
+  bootstrap::Exchange exchange(*a.store, a.prefix, a.rank, timeout);
+  bootstrap::Record mine("shared-memory record", a.rank);
+  mine.add("slot_bytes", static_cast<uint64_t>(slot)).add("nslots", nslots);
+  mine.add("probe", static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&kProbe)));
+  if (ext) mine.add("slots", ext->create(geo_.ring_bytes(), geo_.nlocal));
+  const auto records = exchange.swap("shm", mine, a.targets,
+                                     {{"slot_bytes", opts_.slot_bytes_knob}, {"nslots", opts_.nslots_knob}});
   // Which peers' memory this rank can read, as ",3,5," (published so senders know).
   std::string readable = ",";
   for (int q : a.targets) {
-    std::string theirs = to_string(a.store->get(a.prefix + "/shm/" + std::to_string(q), timeout));
-    size_t sp = theirs.find(' ');
-    if (sp == std::string::npos || theirs.substr(0, sp) != geo_str)
-      fail(coralInvalidUsage, "rank " + std::to_string(q) + " uses shared-memory slots " + theirs.substr(0, sp) +
-                                  " but this rank " + geo_str + ": set " + opts_.slot_bytes_knob + " and " + opts_.nslots_knob + " alike everywhere");
+    const bootstrap::Record& theirs = records.at(q);
     theirs_.emplace(q, Segment::open(segment_name(a.prefix, q), geo_.total()));
-    if (ext) ext->attach(q, (*a.peers)[q].pid, to_string(a.store->get(a.prefix + "/slots/" + std::to_string(q), timeout)));
-    auto probe = reinterpret_cast<const void*>(std::stoull(theirs.substr(sp + 1)));
+    if (ext) ext->attach(q, (*a.peers)[q].pid, theirs.text("slots"));
+    auto probe = reinterpret_cast<const void*>(theirs.unsigned_number("probe"));
     if (can_read_process((*a.peers)[q].pid, probe, kProbe)) readable += std::to_string(q) + ",";
   }
-  a.store->set(a.prefix + "/cma/" + std::to_string(a.rank), to_bytes(readable));
+  const auto readers = exchange.swap("cma", bootstrap::Record("shared-memory readers", a.rank).add("readable", readable),
+                                     a.targets);
   std::vector<int> local_of(a.peers->size(), -1);
   for (int r : local) local_of[r] = local_index(r);
   auto segment_of = [&](int l) -> const Segment& { return local[l] == a.rank ? mine_ : theirs_.at(local[l]); };
@@ -115,8 +118,7 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
                                         local_of, &wakes_);
   }
   for (int q : a.targets) {
-    std::string theirs = to_string(a.store->get(a.prefix + "/cma/" + std::to_string(q), timeout));
-    bool q_reads_me = theirs.find("," + std::to_string(a.rank) + ",") != std::string::npos;
+    bool q_reads_me = readers.at(q).text("readable").find("," + std::to_string(a.rank) + ",") != std::string::npos;
     if (!q_reads_me && direct_min)
       log::info(log::Shm, "shm: rank {} cannot read this process's memory: copies through slots", q);
     const int me_l = local_index(a.rank), q_l = local_index(q);

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "bootstrap/exchange.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/socket.h"
@@ -55,6 +56,15 @@ std::string receive_hello(int fd, Hello& h, int rank, int nranks, const Geometry
   }
 }
 
+// What a rank publishes: where it listens, the token its hellos must carry, and its link
+// geometry (which every rank must share).
+bootstrap::Record address_record(const Geometry& g, const std::string& addr, const std::string& token) {
+  bootstrap::Record r("tcp address record", -1);
+  r.add("addr", addr).add("token", token);
+  r.add("nsocks", g.nsocks).add("nslots", static_cast<uint64_t>(g.nslots)).add("slot_bytes", static_cast<uint64_t>(g.slot_bytes));
+  return r;
+}
+
 // Dialing.
 
 // Where a higher rank listens and the token it expects, from its record in the store.
@@ -64,17 +74,14 @@ struct PeerRecord {
 };
 
 PeerRecord read_record(const ConnectArgs& a, const Geometry& g, int q, Clock::time_point deadline) {
-  std::string info = to_string(a.store->get(a.prefix + "/addr/" + std::to_string(q), left(deadline)));
-  char addr[128], hex[80];
-  unsigned nsocks = 0, slot = 0, nslots = 0;
-  if (std::sscanf(info.c_str(), "%127s %79s %u %u %u", addr, hex, &nsocks, &slot, &nslots) != 5)
-    fail(coralRemoteError, "tcp: malformed address record of rank " + std::to_string(q));
-  if (static_cast<int>(nsocks) != g.nsocks || slot != g.slot_bytes || nslots != g.nslots)
-    fail(coralInvalidUsage, fmt::format("tcp: rank {} uses {} socket(s) and {} slots of {} bytes, rank {} uses {} and "
-                                        "{} of {}: set CORAL_SOCKET_NSOCKS/NSLOTS/SLOT_BYTES alike everywhere",
-                                        q, nsocks, nslots, slot, a.rank, g.nsocks, g.nslots, g.slot_bytes));
-  wire::Secret theirs = wire::secret_from_hex(hex);
-  return {net::resolve(addr), theirs};
+  const bootstrap::Record theirs = bootstrap::Record::decode(
+      a.store->get(a.prefix + "/addr/" + std::to_string(q), left(deadline)), "tcp address record", q);
+  bootstrap::check_agreed(address_record(g, "", ""), theirs, a.rank,
+                          {{"nsocks", "CORAL_SOCKET_NSOCKS"}, {"nslots", "CORAL_SOCKET_NSLOTS"},
+                           {"slot_bytes", "CORAL_SOCKET_SLOT_BYTES"}});
+  wire::Secret token;
+  theirs.bytes("token", token.data(), token.size());
+  return {net::resolve(theirs.text("addr")), token};
 }
 
 // Socket i to rank q, its hello sent at once.
@@ -177,8 +184,7 @@ void listen_and_publish(const ConnectArgs& a, const Geometry& g, Listener& l) {
   // secret check can read it.
   l.token = wire::random_secret();
   a.store->set(a.prefix + "/addr/" + std::to_string(a.rank),
-               to_bytes(me.str() + " " + wire::secret_to_hex(l.token) + " " + std::to_string(g.nsocks) + " " +
-                        std::to_string(g.slot_bytes) + " " + std::to_string(g.nslots)));
+               address_record(g, me.str(), std::string(l.token.begin(), l.token.end())).encode());
   log::info(log::Net, "tcp: listening on {} ({}), {} socket(s) per peer", me.str(), local.ifname, g.nsocks);
 }
 

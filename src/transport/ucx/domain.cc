@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "bootstrap/exchange.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -54,12 +55,15 @@ UcxDomain::UcxDomain(const ConnectArgs& a) : rank_(a.rank) {
     ucp_address_t* addr = nullptr;
     size_t len = 0;
     check(ucp_worker_get_address(worker_, &addr, &len), "ucp_worker_get_address");
-    Bytes mine(reinterpret_cast<uint8_t*>(addr), reinterpret_cast<uint8_t*>(addr) + len);
+    bootstrap::Record mine("ucx address record", a.rank);
+    mine.add("worker", addr, len).add("slot_bytes", slot).add("nslots", nslots);
     ucp_worker_release_address(worker_, addr);
-    a.store->set(a.prefix + "/addr/" + std::to_string(a.rank), mine);
     const auto timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
+    bootstrap::Exchange exchange(*a.store, a.prefix, a.rank, timeout);
+    const auto records = exchange.swap("addr", mine, a.targets,
+                                       {{"slot_bytes", "CORAL_UCX_SLOT_BYTES"}, {"nslots", "CORAL_UCX_NSLOTS"}});
     for (int q : a.targets) {
-      Bytes theirs = a.store->get(a.prefix + "/addr/" + std::to_string(q), timeout);
+      const std::string& theirs = records.at(q).text("worker");
       auto link = std::make_unique<UcxLink>(this, a.rank, q, nullptr, slot, static_cast<uint32_t>(nslots));
       ucp_ep_params_t ep{};
       ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
