@@ -1,10 +1,12 @@
 #include "bench/coral-bench/options.h"
 
+#include "base/bytes.h"
+
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-
-#include "base/config.h"
+#include <stdexcept>
 
 namespace bench {
 

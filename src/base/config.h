@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/bytes.h"  // parse_bytes
+
 namespace coral::config {
 
 // Choice: one word of `choices`; List: a comma list of them.
@@ -42,8 +44,6 @@ std::string check(const Knob& k, const std::string& value);
 // Throws for the first knob in the environment whose value is not valid.
 void validate_all();
 
-// Parses "64K", "1M", "3G", "123" -> bytes; throws std::invalid_argument on garbage.
-uint64_t parse_bytes(const std::string& text);
 // "a,b,,c" -> {"a", "b", "", "c"}: the lists several knobs take.
 std::vector<std::string> split(const std::string& s, char sep);
 

@@ -8,15 +8,12 @@
 #include "bootstrap/launcher_env.h"
 #include "bootstrap/tcp_store.h"
 #include "core/communicator.h"
+#include "core/guard.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "gpu/runtime.h"
 #include "kernels/reduce.h"
-
-struct coralComm {
-  std::unique_ptr<coral::Communicator> impl;
-};
 
 struct coralRequest {
   std::shared_ptr<coral::Request> req;
@@ -28,7 +25,8 @@ namespace {
 using coral::fail;
 using coral::sched::Coll;
 
-thread_local std::string t_last_error;
+using coral::capi::guard;
+using coral::capi::t_last_error;
 constexpr char kIdMagic[8] = {'C', 'R', 'L', 'I', 'D', '0', '1', 0};
 
 struct IdLayout {
@@ -38,30 +36,6 @@ struct IdLayout {
   char pad[CORAL_UNIQUE_ID_BYTES - 8 - 72 - coral::wire::kSecretBytes];
 };
 static_assert(sizeof(IdLayout) == CORAL_UNIQUE_ID_BYTES);
-
-template <class F>
-coralResult_t guard(coralComm* comm, const char* fn, F&& f) {
-  std::string msg;
-  coralResult_t rc;
-  try {
-    f();
-    return coralSuccess;
-  } catch (const coral::Error& e) {
-    rc = e.code();
-    msg = e.what();
-  } catch (const std::bad_alloc&) {
-    rc = coralSystemError;
-    msg = "out of memory";
-  } catch (const std::exception& e) {
-    rc = coralInternalError;
-    msg = e.what();
-  }
-  msg = std::string(fn) + ": " + msg;
-  t_last_error = msg;
-  if (comm && comm->impl) comm->impl->set_last_error(msg);
-  coral::log::warn(coral::log::Coll, "{}", msg);
-  return rc;
-}
 
 double timeout_s() { return coral::config::get_double("CORAL_TIMEOUT"); }
 

@@ -78,4 +78,7 @@ check_bad "is larger than -e" -b 1M -e 1K
 check_bad "-t 'alltoall'" -t alltoall
 check_bad "unknown algorithm 'magic'" --algo magic
 check_bad "-c must be 0 or 1" -c 7
+# On the public API: linked against libcoral.so, with none of the library's internals inside.
+ldd "$bench" | grep -q 'libcoral\.so' || fail "coral-bench does not link libcoral.so"
+nm -C "$bench" | grep -q 'coral::Communicator\|coral::sched::' && fail "coral-bench carries library internals"
 echo "coral-bench ok"

@@ -1,0 +1,49 @@
+// The one guard of the C API (api.cc, api_device.cc): runs an entry point's body and turns any
+// exception into a coralResult_t plus the message coralGetLastError returns.
+#pragma once
+#include <coral/coral.h>
+
+#include <memory>
+#include <new>
+#include <string>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "core/communicator.h"
+
+// The handle behind coralComm_t (the guard records a failure on it too).
+struct coralComm {
+  std::unique_ptr<coral::Communicator> impl;
+};
+
+namespace coral::capi {
+
+// The last failure of a call on this thread (coralGetLastError(NULL)).
+inline thread_local std::string t_last_error;
+
+// f's failures become its result code and "fn: what", kept for this thread and on comm if any.
+template <class F>
+coralResult_t guard(coralComm* comm, const char* fn, F&& f) {
+  std::string msg;
+  coralResult_t rc;
+  try {
+    f();
+    return coralSuccess;
+  } catch (const coral::Error& e) {
+    rc = e.code();
+    msg = e.what();
+  } catch (const std::bad_alloc&) {
+    rc = coralSystemError;
+    msg = "out of memory";
+  } catch (const std::exception& e) {
+    rc = coralInternalError;
+    msg = e.what();
+  }
+  msg = std::string(fn) + ": " + msg;
+  t_last_error = msg;
+  if (comm && comm->impl) comm->impl->set_last_error(msg);
+  coral::log::warn(coral::log::Coll, "{}", msg);
+  return rc;
+}
+
+}  // namespace coral::capi
