@@ -328,3 +328,134 @@ TEST_CASE("the trials' picks read back through CORAL_ALGO as the same choices") 
   none.rules.clear();
   CHECK(select_algo(args(Coll::AllReduce, 8, 100 << 10), t) == select_algo(args(Coll::AllReduce, 8, 100 << 10), none));
 }
+
+TEST_CASE("CORAL_ALGO values print back in the grammar and parse to the same rules") {
+  auto same = [](const std::vector<SizeRule>& x, const std::vector<SizeRule>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i].coll != y[i].coll || x[i].lo != y[i].lo || x[i].hi != y[i].hi || x[i].algo != y[i].algo) return false;
+    return true;
+  };
+  for (const char* text : {"rhd", "auto", "allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64k:tree",
+                           "allreduce:0-21846:oneshot,21846-2048K:twoshot,2G-:ring", "reducescatter:1536-:rhd"}) {
+    INFO(text);
+    const Overrides o = parse_overrides(text);
+    const std::string printed = format_overrides(o);
+    const Overrides back = parse_overrides(printed);
+    CHECK(back.all == o.all);
+    CHECK(same(back.rules, o.rules));
+    CHECK(format_overrides(back) == printed);  // printing is canonical
+  }
+  CHECK(format_overrides(parse_overrides("allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64k:tree")) ==
+        "allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64K:tree");
+  CHECK(format_overrides(parse_overrides("allreduce:0-2048K:rhd,2048K-:ring")) == "allreduce:0-2M:rhd,2M-:ring");
+  CHECK(format_overrides(parse_overrides("rhd")) == "rhd");
+  CHECK(format_rules({}).empty());
+  // Each collective's ranges come together, in their order.
+  std::vector<SizeRule> mixed = {{Coll::AllReduce, 0, 1024, Algo::OneShot},
+                                 {Coll::Broadcast, 0, SIZE_MAX, Algo::Tree},
+                                 {Coll::AllReduce, 1024, SIZE_MAX, Algo::Ring}};
+  CHECK(format_rules(mixed) == "allreduce:0-1K:oneshot,1K-:ring;broadcast:0-:tree");
+  CHECK(parse_overrides(format_rules(mixed)).rules.size() == 3);
+}
+
+TEST_CASE("the one-host defaults are CORAL_ALGO rows by rank count that read back as the same rules") {
+  const std::vector<RankRow>& rows = default_rows();
+  REQUIRE(!rows.empty());
+  CHECK(rows.front().lo == 1);
+  CHECK(rows.back().hi == kAnyRanks);
+  std::string lines;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RankRow& r = rows[i];
+    INFO("P=" << r.lo << "-" << r.hi << ": " << r.text);
+    CHECK(r.lo <= r.hi);
+    if (i > 0) CHECK(r.lo == rows[i - 1].hi + 1);  // no gap, no overlap
+    const Overrides o = parse_overrides(r.text);
+    CHECK(o.all == Algo::Auto);
+    REQUIRE(o.rules.size() == r.rules.size());
+    const std::string printed = format_rules(o.rules);
+    CHECK(printed == r.text);  // the table is written as the printer writes it
+    const std::vector<SizeRule> back = parse_overrides(printed).rules;
+    REQUIRE(back.size() == r.rules.size());
+    for (size_t k = 0; k < back.size(); ++k) {
+      CHECK(back[k].coll == r.rules[k].coll);
+      CHECK(back[k].lo == r.rules[k].lo);
+      CHECK(back[k].hi == r.rules[k].hi);
+      CHECK(back[k].algo == r.rules[k].algo);
+    }
+    // Every all-reduce size has a pick: the ranges start at 0 and run on without a gap to the end.
+    size_t next = 0;
+    for (const SizeRule& s : r.rules)
+      if (s.coll == Coll::AllReduce) {
+        CHECK(s.lo == next);
+        next = s.hi;
+      }
+    CHECK(next == SIZE_MAX);
+    const std::string hi = r.hi == kAnyRanks ? "" : std::to_string(r.hi);
+    lines += "P=" + std::to_string(r.lo) + "-" + hi + ": " + printed + "\n";
+  }
+  CHECK(default_rules_text() == lines);
+  for (int p : {1, 2, 3, 4, 5, 8, 9, 16, 63, 64, 65, 128, 1000, 100000}) {
+    const RankRow* r = default_row(p);
+    REQUIRE(r != nullptr);
+    CHECK(r->lo <= p);
+    CHECK(p <= r->hi);
+  }
+  CHECK(default_row(0) == nullptr);
+}
+
+TEST_CASE("a one-host row set as CORAL_ALGO picks what the defaults pick at its rank counts") {
+  std::vector<size_t> sizes;
+  for (int k = 0; k <= 30; ++k) {
+    const size_t b = size_t(1) << k;
+    for (size_t s : {b, b + 4, b * 3 / 2, b > 4 ? b - 4 : b}) sizes.push_back(s);
+  }
+  TuneParams bare;  // the latency path off: the defaults are the rows alone
+  bare.single_host = true;
+  bare.small_bytes = 0;
+  bare.oneshot_max_ranks = 0;
+  TuneParams full;  // as a communicator runs them
+  full.single_host = true;
+  for (const RankRow& r : default_rows()) {
+    const int hi = std::min(r.hi, r.lo + 40);
+    for (int p : {r.lo, (r.lo + hi) / 2, hi}) {
+      TuneParams user_bare = bare, user_full = full;
+      user_bare.rules = user_full.rules = parse_overrides(r.text).rules;
+      for (size_t bytes : sizes) {
+        const CollArgs a = args(Coll::AllReduce, p, bytes);
+        if (a.count == 0) continue;
+        INFO("P=" << p << " bytes=" << message_bytes(a) << " row " << r.text);
+        CHECK(select_algo(a, user_bare) == select_algo(a, bare));
+        // With the latency path on, the row and the defaults agree past it (within it the
+        // defaults take one-shot or recursive doubling before any row).
+        const size_t b = message_bytes(a);
+        const bool latency = b <= full.small_bytes ||
+                             (p <= full.oneshot_max_ranks && b * static_cast<size_t>(p - 1) <= full.oneshot_read_bytes);
+        if (!latency) CHECK(select_algo(a, user_full) == select_algo(a, full));
+      }
+    }
+  }
+}
+
+TEST_CASE("the one-host rows follow the rules they were written from at every power-of-two size") {
+  // Up to 4 ranks two-shot, but rhd at P=4 from 256 KiB below 32 MiB; above 4 ranks rhd below
+  // 128 KiB for P a power of two, else two-shot, and the ring from S = max(128 KiB, 256 P^3).
+  TuneParams t;
+  t.single_host = true;
+  t.small_bytes = 0;
+  t.oneshot_max_ranks = 0;
+  for (int p = 1; p <= 128; ++p)
+    for (int k = 2; k <= 30; ++k) {
+      const size_t bytes = size_t(1) << k;
+      const bool pof2 = (p & (p - 1)) == 0;
+      Algo want = Algo::TwoShot;
+      if (p <= 4)
+        want = p == 4 && bytes >= (256u << 10) && bytes < (32u << 20) ? Algo::Rhd : Algo::TwoShot;
+      else if (static_cast<double>(bytes) >= std::max(128.0 * 1024, 256.0 * p * p * p))
+        want = Algo::Ring;
+      else if (pof2 && bytes < (128u << 10))
+        want = Algo::Rhd;
+      INFO("P=" << p << " bytes=" << bytes);
+      CHECK(select_algo(args(Coll::AllReduce, p, bytes), t) == want);
+    }
+}

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <utility>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -28,6 +29,12 @@ Coll parse_coll(const std::string& text, const std::string& s) {
   for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce})
     if (s == coll_name(c)) return c;
   bad(text, fmt::format("unknown collective '{}' (allreduce, reducescatter, allgather, broadcast, reduce)", s));
+}
+
+std::string size_text(size_t b) {
+  for (auto [unit, suffix] : {std::pair<size_t, const char*>{1ull << 30, "G"}, {1u << 20, "M"}, {1u << 10, "K"}})
+    if (b >= unit && b % unit == 0) return std::to_string(b / unit) + suffix;
+  return std::to_string(b);
 }
 
 Algo algo_of(const std::string& text, const std::string& name) {
@@ -69,6 +76,28 @@ Overrides parse_overrides(const std::string& text) {
   }
   return o;
 }
+
+std::string format_rules(const std::vector<SizeRule>& rules) {
+  std::string out;
+  std::vector<bool> done(rules.size(), false);
+  // Grouped by collective in the order each first appears: one "coll:" part per collective.
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (done[i]) continue;
+    out += fmt::format("{}{}:", out.empty() ? "" : ";", coll_name(rules[i].coll));
+    const char* sep = "";
+    for (size_t j = i; j < rules.size(); ++j) {
+      const SizeRule& r = rules[j];
+      if (done[j] || r.coll != rules[i].coll) continue;
+      done[j] = true;
+      const std::string hi = r.hi == std::numeric_limits<size_t>::max() ? "" : size_text(r.hi);
+      out += fmt::format("{}{}-{}:{}", sep, size_text(r.lo), hi, algo_name(r.algo));
+      sep = ",";
+    }
+  }
+  return out;
+}
+
+std::string format_overrides(const Overrides& o) { return o.rules.empty() ? algo_name(o.all) : format_rules(o.rules); }
 
 size_t message_bytes(const CollArgs& a) {
   size_t b = a.count * kernels::dtype_size(a.dtype);

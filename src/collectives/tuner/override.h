@@ -24,6 +24,11 @@ struct Overrides {
 
 // Throws coral::Error(coralInvalidArgument) naming the offending part.
 Overrides parse_overrides(const std::string& text);
+// The other way: rules as a CORAL_ALGO value that parse_overrides reads back as the same rules, each
+// collective's ranges in their order, sizes with the largest of G, M, K that divides them; "" for none.
+std::string format_rules(const std::vector<SizeRule>& rules);
+// The one name when there are no rules ("auto" for none at all), else format_rules.
+std::string format_overrides(const Overrides& o);
 // Bytes the size ranges compare against (nccl-tests' "size": the whole buffer for RS and AG).
 size_t message_bytes(const CollArgs& a);
 

@@ -1,5 +1,7 @@
 #include "collectives/tuner/select.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -8,13 +10,85 @@
 #include "kernels/reduce.h"
 
 namespace coral::sched {
+namespace {
+
+// The one-host rows (default_rows). The latency path stays in code ahead of them: small_bytes is a
+// user's knob shared with the cross-host path, and one-shot's bound S(P-1) <= oneshot_read_bytes is
+// inclusive and a formula in P, which rows could only copy per P in odd byte counts that would no
+// longer follow the parameter. Powers of two get rows of their own rather than a test in code, so
+// that a row alone says what runs: copied into CORAL_ALGO it picks the same past the latency path.
+struct Row {
+  int lo, hi;
+  const char* text;
+};
+constexpr Row kOneHost[] = {
+    // Every pair is equally close over shared memory: two-shot moves the ring's bytes with 2 rounds
+    // of waiting instead of 2(P-1).
+    {1, 3, "allreduce:0-:twoshot"},
+    // From 256 KiB rhd's pairwise halves stay in cache while the vector fits the last-level cache.
+    {4, 4, "allreduce:0-256K:twoshot,256K-32M:rhd,32M-:twoshot"},
+    // Above 4 ranks rhd leads below 128 KiB where P is a power of two (elsewhere its folding costs a
+    // whole extra vector). The ring takes over from max(128 KiB, 256 P^3) bytes, its 2(P-1) waits
+    // costing more the more ranks share a core; per row rounded up to a power of two, so that sizes
+    // of a power of two pick as that formula does.
+    {5, 7, "allreduce:0-128K:twoshot,128K-:ring"},
+    {8, 8, "allreduce:0-128K:rhd,128K-:ring"},
+    {9, 10, "allreduce:0-256K:twoshot,256K-:ring"},
+    {11, 12, "allreduce:0-512K:twoshot,512K-:ring"},
+    {13, 15, "allreduce:0-1M:twoshot,1M-:ring"},
+    {16, 16, "allreduce:0-128K:rhd,128K-1M:twoshot,1M-:ring"},
+    {17, 20, "allreduce:0-2M:twoshot,2M-:ring"},
+    {21, 25, "allreduce:0-4M:twoshot,4M-:ring"},
+    {26, 31, "allreduce:0-8M:twoshot,8M-:ring"},
+    {32, 32, "allreduce:0-128K:rhd,128K-8M:twoshot,8M-:ring"},
+    {33, 40, "allreduce:0-16M:twoshot,16M-:ring"},
+    {41, 50, "allreduce:0-32M:twoshot,32M-:ring"},
+    {51, 63, "allreduce:0-64M:twoshot,64M-:ring"},
+    {64, 64, "allreduce:0-128K:rhd,128K-64M:twoshot,64M-:ring"},
+    {65, 80, "allreduce:0-128M:twoshot,128M-:ring"},
+    {81, 101, "allreduce:0-256M:twoshot,256M-:ring"},
+    {102, 127, "allreduce:0-512M:twoshot,512M-:ring"},
+    {128, 128, "allreduce:0-128K:rhd,128K-512M:twoshot,512M-:ring"},
+    {129, 161, "allreduce:0-1G:twoshot,1G-:ring"},
+    // From here the ring's crossover lies past 1 GiB.
+    {162, kAnyRanks, "allreduce:0-:twoshot"},
+};
+
+std::vector<RankRow> parse_rows() {
+  std::vector<RankRow> rows;
+  for (const Row& r : kOneHost) rows.push_back({r.lo, r.hi, r.text, parse_overrides(r.text).rules});
+  return rows;
+}
+
+std::optional<Algo> match(const std::vector<SizeRule>& rules, const CollArgs& a) {
+  const size_t bytes = message_bytes(a);
+  for (const SizeRule& r : rules)
+    if (r.coll == a.coll && bytes >= r.lo && bytes < r.hi) return r.algo;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const std::vector<RankRow>& default_rows() {
+  static const std::vector<RankRow> rows = parse_rows();
+  return rows;
+}
+
+const RankRow* default_row(int nranks) {
+  for (const RankRow& r : default_rows())
+    if (nranks >= r.lo && nranks <= r.hi) return &r;
+  return nullptr;
+}
+
+std::string default_rules_text() {
+  std::string out;
+  for (const RankRow& r : default_rows())
+    out += fmt::format("P={}-{}: {}\n", r.lo, r.hi == kAnyRanks ? "" : std::to_string(r.hi), format_rules(r.rules));
+  return out;
+}
 
 std::optional<Algo> user_choice(const CollArgs& a, const TuneParams& t) {
-  if (!t.rules.empty()) {
-    size_t bytes = message_bytes(a);
-    for (const SizeRule& r : t.rules)
-      if (r.coll == a.coll && bytes >= r.lo && bytes < r.hi) return r.algo;
-  }
+  if (std::optional<Algo> rule = match(t.rules, a)) return rule;
   if (t.forced != Algo::Auto && supports(a.coll, t.forced)) return t.forced;
   return std::nullopt;
 }
@@ -31,45 +105,25 @@ std::vector<std::pair<double, Algo>> priced_allreduce(const CollArgs& a, const T
 
 Algo select_algo(const CollArgs& a, const TuneParams& t) {
   if (std::optional<Algo> user = user_choice(a, t)) return *user;
+  const size_t bytes = message_bytes(a);
   if (a.coll == Coll::AllReduce) {
-    size_t bytes = a.count * kernels::dtype_size(a.dtype);
     // Small messages are latency-bound: one-shot waits once (for all peers at the same time),
-    // recursive doubling log2(P) times, the ring 2(P-1) times. Their extra bytes (S(P-1) and
-    // S log P against 2S) stop paying above a few KiB (bench/tuner/sweep.sh: 2 KiB here).
+    // recursive doubling log2(P) times, the ring 2(P-1) times; their extra bytes (S(P-1) and
+    // S log P against 2S) stop paying above a few KiB.
     const bool oneshot = t.single_host && a.nranks <= t.oneshot_max_ranks;
     if (bytes <= t.small_bytes) return oneshot ? Algo::OneShot : Algo::RecursiveDoubling;
-    // Written once and read in place by every peer (a post), the vector costs one-shot less than
-    // two-shot's second round of waiting until the peers' reads add up (paired runs: 17-19%
-    // faster at 8 KiB for P=4 and P=8, 12% at 16 KiB for P=4; 9% slower at 32 KiB for P=4, 13%
-    // at 16 KiB for P=8).
+    // Posted once and read in place by every peer, the vector costs one-shot less than two-shot's
+    // second round of waiting until the peers' reads add up.
     if (oneshot && bytes * static_cast<size_t>(a.nranks - 1) <= t.oneshot_read_bytes) return Algo::OneShot;
-    // Over shared memory every pair is equally close, so the direct two-shot moves the ring's
-    // bytes with 2 rounds of waiting instead of 2(P-1). At P=4, from 256 KiB Rabenseifner's
-    // pairwise exchanges measured faster (its halves stay in cache) while the vector fits the
-    // last-level cache: by 8-15% up to 16 MiB, level at 64 MiB. With P not a power of two rhd's
-    // folding costs a whole extra vector, so only then.
-    if (t.single_host) {
-      const bool pof2 = (a.nranks & (a.nranks - 1)) == 0;
-      if (a.nranks <= 4)
-        return a.nranks == 4 && bytes >= (256u << 10) && bytes < (32u << 20) ? Algo::Rhd : Algo::TwoShot;
-      // More ranks than 4 (paired runs on 2 cores at P=6, 8 and 16; P=8 agreed with the sweeps
-      // of two sessions): rhd leads
-      // below 128 KiB (at P=8 by 1.2-1.4x over two-shot at 32-64 KiB, at P=16 by 1.25-1.45x),
-      // and loses from there (1.1-1.4x behind). The ring then leads once S reaches 256 P^3
-      // bytes, from 128 KiB up to P=8 and from 1 MiB at P=16 (two-shot 1.07-1.18x behind it
-      // at 2-8 MiB): its 2(P-1) waits cost more the more ranks share a core, so its crossover
-      // grows fast with P. In an earlier session with 3-4x dearer context switches the ring ran
-      // 1.4-2.3x behind at 64-256 KiB: CORAL_TUNE_TRIALS follows such a machine.
-      const double p = a.nranks;
-      if (static_cast<double>(bytes) >= std::max(128.0 * 1024, 256 * p * p * p)) return Algo::Ring;
-      return pof2 && bytes < (128u << 10) ? Algo::Rhd : Algo::TwoShot;
-    }
-    // Across hosts the link classes differ: the cost model's cheapest.
-    return priced_allreduce(a, t).front().second;
   }
+  if (t.single_host)
+    if (const RankRow* row = default_row(a.nranks))
+      if (std::optional<Algo> pick = match(row->rules, a)) return *pick;
+  // Across hosts the link classes differ: the cost model's cheapest.
+  if (a.coll == Coll::AllReduce) return priced_allreduce(a, t).front().second;
   if (a.coll == Coll::Broadcast || a.coll == Coll::Reduce) {
     // Binomial trees: log P hops against the chain's P-1; the chain's pipeline wins large ones.
-    return a.count * kernels::dtype_size(a.dtype) <= t.mid_bytes ? Algo::Tree : Algo::Chain;
+    return bytes <= t.mid_bytes ? Algo::Tree : Algo::Chain;
   }
   return default_algo(a.coll);
 }

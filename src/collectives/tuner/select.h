@@ -1,6 +1,8 @@
 // Chooses the algorithm for one call: a pure function of the call and the tuning parameters.
 #pragma once
+#include <climits>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,7 +19,7 @@ struct TuneParams {
   size_t mid_bytes = 1 << 20;  // log-latency algorithms (rhd, trees) up to here
   int oneshot_max_ranks = 8;   // one-shot's P-1 messages per rank only pay off for few ranks
   // On one host, one-shot also beats two-shot past small_bytes while the vector it posts to its
-  // P-1 peers, S(P-1) bytes read in all, stays under this (measured: P=4 to 16 KiB, P=8 to 8 KiB).
+  // P-1 peers, S(P-1) bytes read in all, stays under this.
   size_t oneshot_read_bytes = 64 << 10;
   bool single_host = false;    // every rank shares memory with every other
   int hosts = 1;               // distinct hosts among the ranks
@@ -27,6 +29,22 @@ struct TuneParams {
   int nic_share = 1;  // ranks of a host behind one NIC (see ClusterModel)
   bool trials = false;  // CORAL_TUNE_TRIALS: time the close rivals on first calls (trials.h)
 };
+
+// The tuner's defaults on one host past the latency path (small_bytes, one-shot's read bound): rows
+// by rank count whose value is a CORAL_ALGO value, read by the parser the user's goes through. Set
+// as CORAL_ALGO, a row picks what the defaults pick past the latency path, and its own picks within
+// it too (a user's ranges come first). The rows cover every count from 1.
+constexpr int kAnyRanks = INT_MAX;
+struct RankRow {
+  int lo, hi;                   // ranks, both included; hi = kAnyRanks: no bound
+  std::string text;             // the CORAL_ALGO value as written in select.cc
+  std::vector<SizeRule> rules;  // text parsed
+};
+const std::vector<RankRow>& default_rows();
+const RankRow* default_row(int nranks);  // nullptr where no row has nranks
+// The rows as lines "P=<lo>-<hi>: <CORAL_ALGO value>" (the unbounded last one "P=<lo>-: ..."), each
+// value printed back from its parsed rules (format_rules): what coral-info shows.
+std::string default_rules_text();
 
 // CORAL_ALGO's answer for this call (a size range first, then the one name), if it has one.
 std::optional<Algo> user_choice(const CollArgs& a, const TuneParams& t);

@@ -1,7 +1,5 @@
 #include "collectives/tuner/trials.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <bit>
 #include <numeric>
@@ -30,10 +28,8 @@ std::vector<Algo> trial_candidates(const CollArgs& a, const TuneParams& t) {
   c.push_back(select_algo(a, t));
   const bool pof2 = (a.nranks & (a.nranks - 1)) == 0;
   if (t.single_host) {
-    // The sweeps' winners past small_bytes (bench/tuner/results.txt and its history): one-shot
-    // a little past its read bound, recursive doubling to tens of KiB at P=8, then two-shot,
-    // rhd and the ring from 128 KiB (the hierarchical schedule on one host is a ring), by
-    // session.
+    // Whatever won past small_bytes in some session's sweeps (bench/tuner/results.txt); on one
+    // host the hierarchical schedule is a ring, so no rival of its own.
     const size_t reads = bytes * static_cast<size_t>(a.nranks - 1);
     if (a.nranks <= t.oneshot_max_ranks && reads <= 4 * t.oneshot_read_bytes) add(c, Algo::OneShot);
     if (bytes <= (64u << 10)) add(c, Algo::RecursiveDoubling);
@@ -52,9 +48,8 @@ std::vector<Algo> trial_candidates(const CollArgs& a, const TuneParams& t) {
 }
 
 TrialShape trial_shape(size_t bytes) {
-  // Small calls need more warm-up: at P=4 one-shot took 10-20 calls at a new size to reach its
-  // steady time (16 KiB, coral-bench -n 5 with -w 1, 6, 20: 38.6, 22.1, 10.2 us), and after
-  // another algorithm's block it started 1.6-2x slow again. Calls there cost microseconds.
+  // Small calls take many calls to reach their steady time, again after another algorithm's
+  // block, and cost microseconds each: more warm-up (bench/tuner/results.txt).
   if (bytes < (64u << 10)) return {8, 32, 2};
   if (bytes < (256u << 10)) return {4, 16, 2};
   if (bytes < (1u << 20)) return {2, 5, 2};
@@ -104,46 +99,19 @@ void Trial::decide(const std::vector<double>& agreed) {
   pick_ = agreed[best] < kTrialMargin * agreed[0] ? cand_[best] : cand_[0];
 }
 
-namespace {
-
-std::string size_text(size_t b) {
-  for (auto [unit, suffix] : {std::pair<size_t, const char*>{1ull << 30, "G"}, {1u << 20, "M"}, {1u << 10, "K"}})
-    if (b >= unit && b % unit == 0) return std::to_string(b / unit) + suffix;
-  return std::to_string(b);
-}
-
-}  // namespace
-
 std::string as_overrides(const Trials& trials) {
-  std::string out;
-  int coll = -1;
-  size_t lo = 0, hi = 0;
-  Algo algo = Algo::Auto;
-  auto flush = [&] {
-    if (algo == Algo::Auto) return;
-    out += fmt::format("{}-{}:{}", size_text(lo), size_text(hi), algo_name(algo));
-  };
+  std::vector<SizeRule> rules;
   for (const auto& [key, trial] : trials) {  // ordered by collective, then by size
     if (!trial.decided()) continue;
-    const size_t b_lo = key.second == 0 ? 0 : size_t{1} << (key.second - 1), b_hi = size_t{1} << key.second;
-    if (key.first == coll && b_lo == hi && trial.pick() == algo) {
-      hi = b_hi;
-      continue;
-    }
-    flush();
-    if (key.first != coll) {
-      if (!out.empty()) out += ";";
-      out += fmt::format("{}:", coll_name(static_cast<Coll>(key.first)));
-    } else {
-      out += ",";
-    }
-    coll = key.first;
-    lo = b_lo;
-    hi = b_hi;
-    algo = trial.pick();
+    const Coll coll = static_cast<Coll>(key.first);
+    const size_t lo = key.second == 0 ? 0 : size_t{1} << (key.second - 1), hi = size_t{1} << key.second;
+    SizeRule* last = rules.empty() ? nullptr : &rules.back();
+    if (last && last->coll == coll && last->hi == lo && last->algo == trial.pick())
+      last->hi = hi;  // a neighbour with the same pick: one range
+    else
+      rules.push_back({coll, lo, hi, trial.pick()});
   }
-  flush();
-  return out;
+  return format_rules(rules);
 }
 
 }  // namespace coral::sched

@@ -1,14 +1,13 @@
 // Trials (CORAL_TUNE_TRIALS=1): the tuner's pick timed against its rivals on the first calls of
 // a size, for machines where the cost model's crossovers move (on an oversubscribed host they
-// follow the cost of a context switch, which changed 3-4x between sessions here).
+// follow the cost of a context switch, which moves between sessions: bench/tuner/results.txt).
 //
 // Each size class (collective, power-of-two byte bucket) runs its candidates one after the
 // other, each for a few untimed warm-up calls and then `rounds` timed ones: back to back, as a
 // training loop or a benchmark repeats a call. (Interleaved, each call paid for the previous
-// algorithm's exit skew and cache state: times came out 2-5x the steady ones, and the picks
-// flipped between runs.) Below 16 MiB the whole sequence runs twice and each candidate keeps its
-// better pass: a process's first calls at a new size run 2-4x slow for a few calls whatever
-// the algorithm (coral-bench -w 1 against -w 5), which would sink whichever went first.
+// algorithm's exit skew and cache state, and the picks flipped between runs.) Below 16 MiB the
+// whole sequence runs twice and each candidate keeps its better pass: a process's first calls at
+// a new size run slow whatever the algorithm, which would sink whichever went first.
 // Every call of the trial is a real call with the caller's data, so nothing is moved twice.
 // After the last timed call each rank scores every candidate (its mean time per call), one tiny
 // all-reduce (max) makes the scores the same everywhere, and the cheapest is kept for the
