@@ -19,4 +19,8 @@ out=$(CORAL_DEBUG=LOUD "$info" --knobs); rc=$?
 echo "$out" | grep -A1 '^CORAL_DEBUG ' | grep -q 'INVALID' || fail "a bad CORAL_DEBUG is not flagged"
 err=$(CORAL_DEBGU=INFO "$info" 2>&1 >/dev/null)
 echo "$err" | grep -q 'CORAL_DEBGU is set but is no Coral knob' || fail "a misspelt knob is not warned about: $err"
+rows=$("$info" --tuner | grep -c '^P=[0-9]*-[0-9]*: allreduce:') || true
+[ "$rows" -ge 2 ] || fail "--tuner prints $rows rule rows"
+"$info" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["tuner_defaults"][0]["min_ranks"] == 1' \
+  || fail "--json lacks the tuner defaults"
 echo "coral-info: ok ($n_knobs knobs)"

@@ -3,6 +3,7 @@
 //   coral-info --knobs         every CORAL_* knob: type, default, current value, allowed values, doc
 //   coral-info --json          all of it as one JSON object
 //   coral-info --knobs --markdown   the knob table of docs/configuration.md
+//   coral-info --tuner         the tuner's one-host defaults, in the CORAL_ALGO grammar
 #include <coral/coral.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "collectives/tuner/select.h"
 #include "gpu/runtime.h"
 #include "kernels/reduce.h"
 #include "topology/detect.h"
@@ -133,10 +135,13 @@ std::vector<std::string> unknown_variables() {
 
 int main(int argc, char** argv) {
   CLI::App app{"coral-info: version, features, machine and configuration knobs of Coral"};
-  bool show_knobs = false, as_json = false, markdown = false;
+  bool show_knobs = false, as_json = false, markdown = false, show_tuner = false;
   app.add_flag("--knobs", show_knobs, "List every CORAL_* knob: type, default, current value, allowed values, doc");
   app.add_flag("--json", as_json, "Print everything as one JSON object");
   app.add_flag("--markdown", markdown, "With --knobs: the table of docs/configuration.md");
+  app.add_flag("--tuner", show_tuner,
+               "The tuner's one-host all-reduce defaults by rank count, as CORAL_ALGO values (past the latency "
+               "path of CORAL_SMALL_BYTES and one-shot)");
   CLI11_PARSE(app, argc, argv);
 
   int version = 0;
@@ -150,7 +155,17 @@ int main(int argc, char** argv) {
   if (as_json) {
     json all{{"version", ver}, {"features", features()}, {"knobs", ks}, {"unknown_variables", unknown}};
     if (!show_knobs) all["machine"] = machine();
+    json rows = json::array();
+    for (const auto& row : coral::sched::default_rows())
+      rows.push_back({{"min_ranks", row.lo}, {"max_ranks", row.hi == coral::sched::kAnyRanks ? -1 : row.hi},
+                      {"coral_algo", row.text}});
+    all["tuner_defaults"] = rows;
     std::printf("%s\n", all.dump(2).c_str());
+  } else if (show_tuner) {
+    std::printf("# One host, no CORAL_ALGO: the all-reduce's algorithm by rank count past the latency path\n"
+                "# (CORAL_SMALL_BYTES, and one-shot while its peers read at most 64 KiB). Each line's value\n"
+                "# works as CORAL_ALGO too.\n%s",
+                coral::sched::default_rules_text().c_str());
   } else if (show_knobs) {
     print_knobs(ks, markdown);
   } else {
