@@ -100,10 +100,10 @@ void schedule_args(benchmark::internal::Benchmark* b) {
 }
 
 void BM_TcpStoreSetGet(benchmark::State& st) {
-  auto secret = wire::random_secret();
-  TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
-  TcpStore client(net::resolve("127.0.0.1", server.port()), secret, std::chrono::seconds(5));
-  Bytes v(64, 7);
+  auto secret = bootstrap::wire::random_secret();
+  bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
+  bootstrap::TcpStore client(net::resolve("127.0.0.1", server.port()), secret, std::chrono::seconds(5));
+  bootstrap::Bytes v(64, 7);
   for (auto _ : st) {
     client.set("k", v);
     benchmark::DoNotOptimize(client.get("k", std::chrono::seconds(5)));
@@ -111,9 +111,9 @@ void BM_TcpStoreSetGet(benchmark::State& st) {
 }
 
 void BM_TcpStoreConnect(benchmark::State& st) {
-  auto secret = wire::random_secret();
-  TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
-  for (auto _ : st) TcpStore client(net::resolve("127.0.0.1", server.port()), secret, std::chrono::seconds(5));
+  auto secret = bootstrap::wire::random_secret();
+  bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
+  for (auto _ : st) bootstrap::TcpStore client(net::resolve("127.0.0.1", server.port()), secret, std::chrono::seconds(5));
 }
 
 // Communicator bootstrap for P thread ranks over the in-memory store (segments, links, barrier).
@@ -121,7 +121,7 @@ void BM_Bootstrap(benchmark::State& st) {
   const int p = static_cast<int>(st.range(0));
   int round = 0;
   for (auto _ : st) {
-    auto store = std::make_shared<MemStore>();
+    auto store = std::make_shared<bootstrap::MemStore>();
     std::vector<std::thread> th;
     std::string prefix = "bench" + std::to_string(round++);
     for (int r = 0; r < p; ++r) th.emplace_back([&, r] { Communicator c(store, prefix, r, p); });

@@ -13,7 +13,7 @@
 #include "base/error.h"
 #include "base/log.h"
 
-namespace coral {
+namespace coral::bootstrap {
 
 namespace {
 
@@ -155,4 +155,4 @@ Rendezvous rendezvous_from_env(const LaunchEnv& e, double timeout_s) {
   return {std::make_shared<TcpStore>(addr, secret, timeout), job_key_of(secret), ""};
 }
 
-}  // namespace coral
+}  // namespace coral::bootstrap

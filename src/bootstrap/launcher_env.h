@@ -9,7 +9,7 @@
 
 #include "bootstrap/store.h"
 
-namespace coral {
+namespace coral::bootstrap {
 
 struct LaunchEnv {
   std::string launcher;  // "coral-run", "openmpi", "mpich", "slurm", "torchrun"
@@ -34,4 +34,4 @@ struct Rendezvous {
 // Connects to (or, on rank 0, starts) the job's store.
 Rendezvous rendezvous_from_env(const LaunchEnv& env, double timeout_s);
 
-}  // namespace coral
+}  // namespace coral::bootstrap

@@ -4,7 +4,7 @@
 
 #include "base/error.h"
 
-namespace coral {
+namespace coral::bootstrap {
 
 void MemStore::set(const std::string& key, const Bytes& value) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -31,4 +31,4 @@ int64_t MemStore::add(const std::string& key, int64_t delta) {
   return v;
 }
 
-}  // namespace coral
+}  // namespace coral::bootstrap

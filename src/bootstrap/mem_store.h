@@ -6,7 +6,7 @@
 
 #include "bootstrap/store.h"
 
-namespace coral {
+namespace coral::bootstrap {
 
 class MemStore : public Store {
  public:
@@ -20,4 +20,4 @@ class MemStore : public Store {
   std::map<std::string, Bytes> data_;
 };
 
-}  // namespace coral
+}  // namespace coral::bootstrap

@@ -1,6 +1,6 @@
 #include "bootstrap/store.h"
 
-namespace coral {
+namespace coral::bootstrap {
 
 Bytes to_bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
 std::string to_string(const Bytes& b) { return std::string(b.begin(), b.end()); }
@@ -19,4 +19,4 @@ void store_barrier(Store& store, const std::string& prefix, int rank, int nranks
   store_allgather(store, prefix, rank, nranks, Bytes{}, timeout);
 }
 
-}  // namespace coral
+}  // namespace coral::bootstrap

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace coral {
+namespace coral::bootstrap {
 
 using Bytes = std::vector<uint8_t>;
 
@@ -31,4 +31,4 @@ std::vector<Bytes> store_allgather(Store& store, const std::string& prefix, int 
 void store_barrier(Store& store, const std::string& prefix, int rank, int nranks,
                    std::chrono::milliseconds timeout);
 
-}  // namespace coral
+}  // namespace coral::bootstrap

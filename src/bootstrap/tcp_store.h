@@ -10,7 +10,7 @@
 #include "bootstrap/wire.h"
 #include "base/socket.h"
 
-namespace coral {
+namespace coral::bootstrap {
 
 class TcpStoreServer {
  public:
@@ -54,4 +54,4 @@ class TcpStore : public Store {
   std::string server_;
 };
 
-}  // namespace coral
+}  // namespace coral::bootstrap

@@ -5,7 +5,7 @@
 #include "bootstrap/tcp_store.h"
 #include "base/error.h"
 
-namespace coral {
+namespace coral::bootstrap {
 
 TcpStore::TcpStore(const net::SockAddr& server, const wire::Secret& secret,
                    std::chrono::milliseconds timeout)
@@ -79,4 +79,4 @@ int64_t TcpStore::add(const std::string& key, int64_t delta) {
   return v;
 }
 
-}  // namespace coral
+}  // namespace coral::bootstrap

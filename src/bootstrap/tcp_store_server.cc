@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "base/log.h"
 
-namespace coral {
+namespace coral::bootstrap {
 
 namespace {
 
@@ -249,4 +249,4 @@ int start_detached_store_server(const net::SockAddr& addr, const wire::Secret& s
   return port;
 }
 
-}  // namespace coral
+}  // namespace coral::bootstrap

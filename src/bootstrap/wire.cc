@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 
-namespace coral::wire {
+namespace coral::bootstrap::wire {
 
 std::string check_header(const Header& h, bool from_server) {
   if (h.magic != kMagic) return "bad magic";
@@ -66,4 +66,4 @@ bool secrets_equal(const uint8_t* a, const uint8_t* b) {
   return diff == 0;
 }
 
-}  // namespace coral::wire
+}  // namespace coral::bootstrap::wire

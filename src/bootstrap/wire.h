@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace coral::wire {
+namespace coral::bootstrap::wire {
 
 constexpr uint32_t kMagic = 0x314c5243;  // "CRL1"
 constexpr uint32_t kMaxKey = 4096;
@@ -33,4 +33,4 @@ std::string secret_to_hex(const Secret& s);
 Secret secret_from_hex(const std::string& hex);
 bool secrets_equal(const uint8_t* a, const uint8_t* b);  // constant time
 
-}  // namespace coral::wire
+}  // namespace coral::bootstrap::wire

@@ -32,8 +32,8 @@ constexpr char kIdMagic[8] = {'C', 'R', 'L', 'I', 'D', '0', '1', 0};
 struct IdLayout {
   char magic[8];
   char addr[72];
-  uint8_t secret[coral::wire::kSecretBytes];
-  char pad[CORAL_UNIQUE_ID_BYTES - 8 - 72 - coral::wire::kSecretBytes];
+  uint8_t secret[coral::bootstrap::wire::kSecretBytes];
+  char pad[CORAL_UNIQUE_ID_BYTES - 8 - 72 - coral::bootstrap::wire::kSecretBytes];
 };
 static_assert(sizeof(IdLayout) == CORAL_UNIQUE_ID_BYTES);
 
@@ -206,9 +206,9 @@ coralResult_t coralGetVersion(int* version) {
 coralResult_t coralGetUniqueId(coralUniqueId* id) {
   return guard(nullptr, "coralGetUniqueId", [&] {
     if (!id) fail(coralInvalidArgument, "uniqueId is NULL");
-    coral::wire::Secret secret = coral::wire::random_secret();
+    coral::bootstrap::wire::Secret secret = coral::bootstrap::wire::random_secret();
     auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_s() * 1000));
-    int port = coral::start_detached_store_server(coral::net::resolve("0.0.0.0", 0), secret, ms);
+    int port = coral::bootstrap::start_detached_store_server(coral::net::resolve("0.0.0.0", 0), secret, ms);
     IdLayout l{};
     std::memcpy(l.magic, kIdMagic, sizeof kIdMagic);
     std::snprintf(l.addr, sizeof l.addr, "%s:%d", coral::net::default_host_address().c_str(), port);
@@ -228,11 +228,11 @@ coralResult_t coralCommInitRank(coralComm_t* comm, int nranks, coralUniqueId com
     std::memcpy(&l, commId.internal, sizeof l);
     if (std::memcmp(l.magic, kIdMagic, sizeof kIdMagic) != 0 || !memchr(l.addr, 0, sizeof l.addr))
       fail(coralInvalidArgument, "commId was not made by coralGetUniqueId");
-    coral::wire::Secret secret;
+    coral::bootstrap::wire::Secret secret;
     std::memcpy(secret.data(), l.secret, secret.size());
     auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_s() * 1000));
-    auto store = std::make_shared<coral::TcpStore>(coral::net::resolve(l.addr), secret, ms);
-    std::string key = coral::wire::secret_to_hex(secret).substr(0, 16);
+    auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(l.addr), secret, ms);
+    std::string key = coral::bootstrap::wire::secret_to_hex(secret).substr(0, 16);
     auto impl = std::make_unique<coral::Communicator>(store, next_prefix(key, rank), rank, nranks);
     *comm = new coralComm{std::move(impl)};
   });
@@ -242,8 +242,8 @@ coralResult_t coralCommInitEnv(coralComm_t* comm) {
   return guard(nullptr, "coralCommInitEnv", [&] {
     if (!comm) fail(coralInvalidArgument, "comm is NULL");
     *comm = nullptr;
-    coral::LaunchEnv env = coral::read_launch_env();
-    coral::Rendezvous rdv = coral::rendezvous_from_env(env, timeout_s());
+    coral::bootstrap::LaunchEnv env = coral::bootstrap::read_launch_env();
+    coral::bootstrap::Rendezvous rdv = coral::bootstrap::rendezvous_from_env(env, timeout_s());
     // The rendezvous file goes whether or not the communicator comes up: a failed start must not
     // leave it in /dev/shm.
     struct Unlink {

@@ -44,7 +44,7 @@ std::vector<std::pair<std::string, std::string>> schedule_settings(const sched::
 
 }  // namespace
 
-Communicator::Communicator(std::shared_ptr<Store> store, const std::string& prefix, int rank, int nranks)
+Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks)
     : store_(std::move(store)), prefix_(prefix), rank_(rank), nranks_(nranks) {
   log::set_thread_rank(rank);
   settings_ = config::Settings::from_env();
@@ -107,7 +107,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, const std::string& pref
   // Host-memory transports: the ranks of a host share its network interface.
   tune.nic_share = std::max(1, nranks / std::max(1, tune.hosts));
   if (tune.hosts > 1 && probe) probe_links();
-  store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
+  bootstrap::store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
   log::info(log::Init, "communicator ready: rank {} of {}", rank, nranks);
 }
 

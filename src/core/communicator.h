@@ -26,7 +26,7 @@ class Communicator {
  public:
   // Collective over all ranks: exchanges host ids, connects transports, then a barrier.
   // prefix scopes this communicator's keys in the store.
-  Communicator(std::shared_ptr<Store> store, const std::string& prefix, int rank, int nranks);
+  Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -87,7 +87,7 @@ class Communicator {
   // After a trial's last timed call: the ranks' scores combined, and the pick kept.
   void agree(sched::Trial& trial, const sched::CollArgs& args, bool background);
 
-  std::shared_ptr<Store> store_;
+  std::shared_ptr<bootstrap::Store> store_;
   std::string prefix_;
   std::vector<transport::PeerInfo> peers_;
   int rank_, nranks_;

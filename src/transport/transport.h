@@ -104,7 +104,7 @@ class Domain {
 };
 
 struct ConnectArgs {
-  Store* store;
+  bootstrap::Store* store;
   std::string prefix;  // store key scope of this communicator
   const std::vector<PeerInfo>* peers;  // all ranks, indexed by rank
   int rank;

@@ -22,7 +22,7 @@ coral::Call to_call(checks::Coll c, const void* s, void* r, size_t n, coralDataT
 // Runs body(rank, comm) on p threads; returns the first error any thread reported.
 std::string on_threads(int p, const std::string& prefix,
                        const std::function<std::string(int, coral::Communicator&)>& body) {
-  auto store = std::make_shared<coral::MemStore>();
+  auto store = std::make_shared<coral::bootstrap::MemStore>();
   std::vector<std::string> errors(p);
   std::vector<std::thread> threads;
   for (int r = 0; r < p; ++r)

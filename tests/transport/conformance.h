@@ -64,7 +64,7 @@ struct Variant {
 // returns the first error (rank-prefixed) or "".
 inline std::string on_ranks(const std::string& name, int p,
                             const std::function<void(int, transport::Domain&)>& body,
-                            std::shared_ptr<Store> store = std::make_shared<MemStore>()) {
+                            std::shared_ptr<bootstrap::Store> store = std::make_shared<bootstrap::MemStore>()) {
   std::vector<transport::PeerInfo> peers;
   for (int r = 0; r < p; ++r) peers.push_back({r, static_cast<int>(getpid()), host_id()});
   Variant variant(name);

@@ -20,7 +20,7 @@ namespace tcp = coral::transport::tcp;
 
 namespace {
 
-tcp::Hello good_hello(const wire::Secret& token) {
+tcp::Hello good_hello(const bootstrap::wire::Secret& token) {
   tcp::Hello h{tcp::kHelloMagic, tcp::kVersion, 0, 2, 0, 1, 3, 256 * 1024, 8, {}};
   std::memcpy(h.token, token.data(), sizeof h.token);
   return h;
@@ -28,10 +28,10 @@ tcp::Hello good_hello(const wire::Secret& token) {
 
 // A fake rank 0 of a 2-rank job under `prefix` that knows the job's token (as a buggy or
 // out-of-date build would): connects to rank 1 and says hello; returns the socket.
-int fake_rank0(MemStore& store, const std::string& prefix) {
+int fake_rank0(bootstrap::MemStore& store, const std::string& prefix) {
   const bootstrap::Record rec =
       bootstrap::Record::decode(store.get(prefix + "/addr/1", std::chrono::seconds(10)), "tcp address record", 1);
-  wire::Secret token;
+  bootstrap::wire::Secret token;
   rec.bytes("token", token.data(), token.size());
   int fd = net::connect_retry(net::resolve(rec.text("addr")), net::Clock::now() + std::chrono::seconds(5));
   tcp::Hello h = good_hello(token);
@@ -43,7 +43,7 @@ int fake_rank0(MemStore& store, const std::string& prefix) {
 }
 
 // Rank 1 of a real tcp domain, across from fake_rank0 (peers must outlive it).
-std::unique_ptr<transport::Domain> real_rank1(MemStore& store, const std::string& prefix,
+std::unique_ptr<transport::Domain> real_rank1(bootstrap::MemStore& store, const std::string& prefix,
                                               const std::vector<transport::PeerInfo>& peers) {
   transport::ConnectArgs a{&store, prefix, &peers, 1, {0}, 10.0};
   return find("tcp")->connect(a);
@@ -75,7 +75,7 @@ std::string transfer(int msgs, size_t bytes) {
 }  // namespace
 
 TEST_CASE("hello checks: the token, the ranks, the geometry") {
-  wire::Secret token = wire::random_secret(), other = wire::random_secret();
+  bootstrap::wire::Secret token = bootstrap::wire::random_secret(), other = bootstrap::wire::random_secret();
   tcp::Geometry g{256 * 1024, 8, 2};
   CHECK(tcp::check_hello(good_hello(token), 3, 4, g, token.data()) == "");
   CHECK(tcp::check_hello(good_hello(other), 3, 4, g, token.data()) == "wrong job secret");
@@ -197,13 +197,13 @@ TEST_CASE("IPv6 links work") {
 
 // Rank 0 dials rank 1 while its domain connects, and rank 1 stops listening once rank 0 is in:
 // this store holds back everyone's read of rank 1's address until the intruder has knocked.
-struct IntruderFirst : MemStore {
+struct IntruderFirst : bootstrap::MemStore {
   std::atomic<bool>& knocked;
   explicit IntruderFirst(std::atomic<bool>& k) : knocked(k) {}
-  Bytes get(const std::string& key, std::chrono::milliseconds timeout) override {
+  bootstrap::Bytes get(const std::string& key, std::chrono::milliseconds timeout) override {
     if (key == "conf/tcp/addr/1")
       while (!knocked) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return MemStore::get(key, timeout);
+    return bootstrap::MemStore::get(key, timeout);
   }
 };
 
@@ -214,10 +214,10 @@ TEST_CASE("a connection with the wrong token is turned away and the job still co
   std::thread intruder([&] {
     // Rank 1 accepts from rank 0; knock on its door first with a made-up token.
     const std::string addr =
-        bootstrap::Record::decode(store->MemStore::get("conf/tcp/addr/1", std::chrono::seconds(10)), "tcp address record", 1)
+        bootstrap::Record::decode(store->bootstrap::MemStore::get("conf/tcp/addr/1", std::chrono::seconds(10)), "tcp address record", 1)
             .text("addr");
     int fd = net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5));
-    tcp::Hello h = good_hello(wire::random_secret());
+    tcp::Hello h = good_hello(bootstrap::wire::random_secret());
     h.from = 0;
     h.to = 1;
     h.nsocks = 1;
@@ -252,7 +252,7 @@ TEST_CASE("a connection with the wrong token is turned away and the job still co
 TEST_CASE("a peer that sends a malformed frame fails the link with the reason, nothing is written") {
   // A fake rank 0 that knows the job's token (as a buggy or out-of-date build would) sends a
   // data frame claiming more bytes than a slot holds.
-  auto store = std::make_shared<MemStore>();
+  auto store = std::make_shared<bootstrap::MemStore>();
   std::vector<transport::PeerInfo> peers = {{0, 1, "a"}, {1, 2, "b"}};
   std::string err;
   std::thread rank1([&] {
@@ -278,7 +278,7 @@ TEST_CASE("a read takes one message and leaves the next ones in the kernel") {
   // ACK; later messages stay queued until they are waited for. A fake rank 0 sends three
   // 8-byte messages in one segment. Inline I/O: helper threads read whatever arrives.
   Env inline_io("CORAL_SOCKET_NTHREADS", "0");
-  auto store = std::make_shared<MemStore>();
+  auto store = std::make_shared<bootstrap::MemStore>();
   std::vector<transport::PeerInfo> peers = {{0, 1, "a"}, {1, 2, "b"}};
   std::string err;
   std::vector<int> queued;  // bytes left in the socket after each message is delivered

@@ -18,12 +18,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-void exercise(Store& a, Store& b) {
+void exercise(bootstrap::Store& a, bootstrap::Store& b) {
   std::thread late([&] {
     std::this_thread::sleep_for(50ms);
-    a.set("k", to_bytes("value"));
+    a.set("k", bootstrap::to_bytes("value"));
   });
-  CHECK(to_string(b.get("k", 5s)) == "value");  // waits for the key
+  CHECK(bootstrap::to_string(b.get("k", 5s)) == "value");  // waits for the key
   late.join();
   CHECK(a.add("n", 2) == 2);
   CHECK(b.add("n", 5) == 7);
@@ -60,24 +60,24 @@ bool closed_by_server(int fd) {
 }  // namespace
 
 TEST_CASE("in-memory store") {
-  MemStore s;
+  bootstrap::MemStore s;
   exercise(s, s);
 }
 
 TEST_CASE("TCP store: two clients see each other's keys") {
-  wire::Secret secret = wire::random_secret();
-  TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, 0ms);
+  bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
+  bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, 0ms);
   auto addr = net::resolve("127.0.0.1", server.port());
-  TcpStore a(addr, secret, 5s), b(addr, secret, 5s);
+  bootstrap::TcpStore a(addr, secret, 5s), b(addr, secret, 5s);
   exercise(a, b);
 }
 
 TEST_CASE("TCP store refuses random bytes and wrong secrets; the job still works") {
-  wire::Secret secret = wire::random_secret();
-  TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, 0ms);
+  bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
+  bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, 0ms);
   auto addr = net::resolve("127.0.0.1", server.port());
-  TcpStore good(addr, secret, 5s);
-  good.set("before", to_bytes("1"));
+  bootstrap::TcpStore good(addr, secret, 5s);
+  good.set("before", bootstrap::to_bytes("1"));
 
   int junk = raw_connect(server.port());
   std::mt19937 rng(7);
@@ -87,32 +87,32 @@ TEST_CASE("TCP store refuses random bytes and wrong secrets; the job still works
   CHECK(closed_by_server(junk));
   close(junk);
 
-  wire::Secret wrong = secret;
+  bootstrap::wire::Secret wrong = secret;
   wrong[0] ^= 1;
   try {
-    TcpStore bad(addr, wrong, 2s);
+    bootstrap::TcpStore bad(addr, wrong, 2s);
     FAIL("a client with the wrong secret was accepted");
   } catch (const Error& e) {
     CHECK_THAT(e.what(), Catch::Contains("secret"));
   }
   // A header that claims a huge value must be refused before anything is allocated.
   int liar = raw_connect(server.port());
-  wire::Header h{wire::kMagic, static_cast<uint8_t>(wire::Msg::Hello), {}, 0, 0xffffffffu};
+  bootstrap::wire::Header h{bootstrap::wire::kMagic, static_cast<uint8_t>(bootstrap::wire::Msg::Hello), {}, 0, 0xffffffffu};
   (void)!send(liar, &h, sizeof h, MSG_NOSIGNAL);
   CHECK(closed_by_server(liar));
   close(liar);
 
   CHECK(server.refused() >= 3);
-  good.set("after", to_bytes("2"));
-  CHECK(to_string(good.get("before", 1s)) == "1");
-  CHECK(to_string(good.get("after", 1s)) == "2");
+  good.set("after", bootstrap::to_bytes("2"));
+  CHECK(bootstrap::to_string(good.get("before", 1s)) == "1");
+  CHECK(bootstrap::to_string(good.get("after", 1s)) == "2");
 }
 
 TEST_CASE("secrets parse from hex and reject junk") {
-  wire::Secret s = wire::random_secret();
-  CHECK(wire::secret_from_hex(wire::secret_to_hex(s)) == s);
-  CHECK_THROWS(wire::secret_from_hex("abc"));
-  CHECK_THROWS(wire::secret_from_hex(std::string(64, 'z')));
+  bootstrap::wire::Secret s = bootstrap::wire::random_secret();
+  CHECK(bootstrap::wire::secret_from_hex(bootstrap::wire::secret_to_hex(s)) == s);
+  CHECK_THROWS(bootstrap::wire::secret_from_hex("abc"));
+  CHECK_THROWS(bootstrap::wire::secret_from_hex(std::string(64, 'z')));
 }
 
 TEST_CASE("peer records round-trip, and every malformed one is refused naming its rank") {
@@ -142,16 +142,16 @@ TEST_CASE("peer records round-trip, and every malformed one is refused naming it
   CHECK_THAT(refused([&] { back.number("pid", 1, 100); }), Catch::Contains("outside 1 to 100"));
   CHECK_THAT(refused([&] { back.number("host"); }), Catch::Contains("not a number"));
   CHECK_THAT(refused([&] { back.bytes("raw", out, 4); }), Catch::Contains("5 bytes, expected 4"));
-  coral::Bytes b = r.encode();
+  coral::bootstrap::Bytes b = r.encode();
   CHECK_THAT(refused([&] { Record::decode({b.begin(), b.end() - 1}, "test record", 3); }), Catch::Contains("truncated"));
   CHECK_THAT(refused([&] { Record::decode({}, "test record", 3); }), Catch::Contains("truncated"));
-  coral::Bytes longer = b;
+  coral::bootstrap::Bytes longer = b;
   longer.push_back(0);
   CHECK_THAT(refused([&] { Record::decode(longer, "test record", 3); }), Catch::Contains("trail"));
-  coral::Bytes magic = b;
+  coral::bootstrap::Bytes magic = b;
   magic[0] ^= 1;
   CHECK_THAT(refused([&] { Record::decode(magic, "test record", 3); }), Catch::Contains("magic"));
-  coral::Bytes huge = b;
+  coral::bootstrap::Bytes huge = b;
   huge[8] = 0xff;  // the first field name's length
   huge[9] = 0xff;
   CHECK_THAT(refused([&] { Record::decode(huge, "test record", 3); }), Catch::Contains("at most 64"));

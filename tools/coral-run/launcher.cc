@@ -102,16 +102,16 @@ int launch(const Options& opt) {
   sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
   sigprocmask(SIG_BLOCK, &mask, &old_mask);
-  wire::Secret secret = opt.secret.empty() ? wire::random_secret() : wire::secret_from_hex(opt.secret);
-  std::unique_ptr<TcpStoreServer> store;
+  bootstrap::wire::Secret secret = opt.secret.empty() ? bootstrap::wire::random_secret() : bootstrap::wire::secret_from_hex(opt.secret);
+  std::unique_ptr<bootstrap::TcpStoreServer> store;
   std::string root = opt.root;
   if (opt.nnodes == 1) {
-    store = std::make_unique<TcpStoreServer>(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
+    store = std::make_unique<bootstrap::TcpStoreServer>(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
     root = "127.0.0.1:" + std::to_string(store->port());
   } else if (opt.node_rank == 0) {
     // Served on every interface at the root's port: the other nodes reach it at root.
     net::SockAddr at = net::resolve(root);
-    store = std::make_unique<TcpStoreServer>(net::resolve(at.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", at.port()),
+    store = std::make_unique<bootstrap::TcpStoreServer>(net::resolve(at.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", at.port()),
                                              secret, false, std::chrono::milliseconds(0));
   }
 
@@ -126,7 +126,7 @@ int launch(const Options& opt) {
       std::perror("coral-run: pipe");
       return 1;
     }
-    ranks[r].pid = spawn(opt, r, out, err, old_mask, root, wire::secret_to_hex(secret), cpus);
+    ranks[r].pid = spawn(opt, r, out, err, old_mask, root, bootstrap::wire::secret_to_hex(secret), cpus);
     ranks[r].running = ranks[r].pid > 0;
     if (ranks[r].pid > 0) setpgid(ranks[r].pid, ranks[r].pid);
     close(out[1]);

@@ -13,12 +13,12 @@ std::string encode(const SlotsRecord& r) {
   bootstrap::Record rec("cuda_ipc record", -1);
   rec.add("pid", r.pid).add("device", r.device).add("ring_bytes", static_cast<uint64_t>(r.ring_bytes));
   rec.add("handle", r.handle_hex).add("addr", static_cast<uint64_t>(r.addr));
-  const Bytes b = rec.encode();
+  const bootstrap::Bytes b = rec.encode();
   return std::string(b.begin(), b.end());
 }
 
 SlotsRecord decode(const std::string& s, int peer) {
-  const bootstrap::Record rec = bootstrap::Record::decode(Bytes(s.begin(), s.end()), "cuda_ipc record", peer);
+  const bootstrap::Record rec = bootstrap::Record::decode(bootstrap::Bytes(s.begin(), s.end()), "cuda_ipc record", peer);
   SlotsRecord r;
   r.pid = static_cast<int>(rec.number("pid", 1, INT32_MAX));
   r.device = static_cast<int>(rec.number("device", 0, 1 << 16));

@@ -36,7 +36,7 @@ std::string ranks_list(const std::vector<int>& r) {
 // The hello: what a dialer sends on socket `sock` of the pair (from, to), and what the acceptor
 // makes of it.
 
-Hello make_hello(const Geometry& g, int from, int to, int sock, const wire::Secret& theirs) {
+Hello make_hello(const Geometry& g, int from, int to, int sock, const bootstrap::wire::Secret& theirs) {
   Hello h{kHelloMagic, kVersion, static_cast<uint16_t>(sock), static_cast<uint16_t>(g.nsocks), 0, from, to,
           g.slot_bytes, g.nslots, {}};
   std::memcpy(h.token, theirs.data(), sizeof h.token);
@@ -44,7 +44,7 @@ Hello make_hello(const Geometry& g, int from, int to, int sock, const wire::Secr
 }
 
 // Reads an accepted socket's hello into h and checks it: "" when acceptable, else why not.
-std::string receive_hello(int fd, Hello& h, int rank, int nranks, const Geometry& g, const wire::Secret& token,
+std::string receive_hello(int fd, Hello& h, int rank, int nranks, const Geometry& g, const bootstrap::wire::Secret& token,
                           Clock::time_point deadline) {
   try {
     // A silent stranger must not hold up the job: it gets a few seconds to say hello.
@@ -70,7 +70,7 @@ bootstrap::Record address_record(const Geometry& g, const std::string& addr, con
 // Where a higher rank listens and the token it expects, from its record in the store.
 struct PeerRecord {
   net::SockAddr to;
-  wire::Secret token;
+  bootstrap::wire::Secret token;
 };
 
 PeerRecord read_record(const ConnectArgs& a, const Geometry& g, int q, Clock::time_point deadline) {
@@ -79,7 +79,7 @@ PeerRecord read_record(const ConnectArgs& a, const Geometry& g, int q, Clock::ti
   bootstrap::check_agreed(address_record(g, "", ""), theirs, a.rank,
                           {{"nsocks", "CORAL_SOCKET_NSOCKS"}, {"nslots", "CORAL_SOCKET_NSLOTS"},
                            {"slot_bytes", "CORAL_SOCKET_SLOT_BYTES"}});
-  wire::Secret token;
+  bootstrap::wire::Secret token;
   theirs.bytes("token", token.data(), token.size());
   return {net::resolve(theirs.text("addr")), token};
 }
@@ -182,7 +182,7 @@ void listen_and_publish(const ConnectArgs& a, const Geometry& g, Listener& l) {
   net::SockAddr me = net::local_address(l.fd);
   // The token proves a connection comes from this job: only ranks that passed the store's
   // secret check can read it.
-  l.token = wire::random_secret();
+  l.token = bootstrap::wire::random_secret();
   a.store->set(a.prefix + "/addr/" + std::to_string(a.rank),
                address_record(g, me.str(), std::string(l.token.begin(), l.token.end())).encode());
   log::info(log::Net, "tcp: listening on {} ({}), {} socket(s) per peer", me.str(), local.ifname, g.nsocks);

@@ -18,7 +18,7 @@ using Clock = std::chrono::steady_clock;
 // The listening socket (closed with this object) and the token dialers must present.
 struct Listener {
   int fd = -1;
-  wire::Secret token{};
+  bootstrap::wire::Secret token{};
   Listener() = default;
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;

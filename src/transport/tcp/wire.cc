@@ -22,7 +22,7 @@ Part part_of(size_t total, int nparts, int i) {
 std::string check_hello(const Hello& h, int my_rank, int nranks, const Geometry& g, const uint8_t* expect_token) {
   if (h.magic != kHelloMagic) return "not a Coral connection (bad magic)";
   if (h.version != kVersion) return fmt::format("protocol version {} (this rank speaks {})", h.version, kVersion);
-  if (!wire::secrets_equal(h.token, expect_token)) return "wrong job secret";
+  if (!bootstrap::wire::secrets_equal(h.token, expect_token)) return "wrong job secret";
   if (h.from < 0 || h.from >= nranks) return fmt::format("claims rank {} of a {}-rank job", h.from, nranks);
   if (h.from >= my_rank) return fmt::format("rank {} should not connect to rank {}", h.from, my_rank);
   if (h.to != my_rank) return fmt::format("meant for rank {}, reached rank {}", h.to, my_rank);

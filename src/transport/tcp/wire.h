@@ -29,7 +29,7 @@ struct Hello {
   int32_t to;        // rank the connector believes it reached
   uint32_t slot_bytes;
   uint32_t nslots;
-  uint8_t token[wire::kSecretBytes];  // the acceptor's per-job token, learnt through the store
+  uint8_t token[bootstrap::wire::kSecretBytes];  // the acceptor's per-job token, learnt through the store
 };
 static_assert(sizeof(Hello) == 60);
 
