@@ -110,7 +110,8 @@ template <class T>
 void Loop<T>::start() {
   const Layout& l = model_.layout();
   std::string widths;
-  for (int d : l.dims) widths += (widths.empty() ? "" : "-") + std::to_string(d);
+  // fmt, not string + to_string: GCC 12 warns falsely on that (-Wrestrict, GCC bug 105329).
+  for (int d : l.dims) widths += fmt::format("{}{}", widths.empty() ? "" : "-", d);
   report_.line(fmt::format(
       "coral-train: {} ({} train / {} test), model {} ({} parameters, {}), {} rank{}, global batch "
       "{}, {} lr {:g} (scaled to {:g}), {} bucket{}, overlap {}, grad comm {}{}",

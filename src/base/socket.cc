@@ -1,6 +1,7 @@
 #include "base/socket.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -23,11 +24,12 @@ std::string SockAddr::str() const {
   if (ss.ss_family == AF_INET) {
     auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
     inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-    return std::string(host) + ":" + std::to_string(ntohs(a->sin_port));
+    // fmt, not string + to_string: GCC 12 warns falsely on that (-Wrestrict, GCC bug 105329).
+    return fmt::format("{}:{}", host, ntohs(a->sin_port));
   }
   auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
   inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-  return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
+  return fmt::format("[{}]:{}", host, ntohs(a->sin6_port));
 }
 
 int SockAddr::port() const {

@@ -1,6 +1,7 @@
 // Shared-memory transport for ranks on one host: one segment per rank holding its inbound FIFOs,
 // opened by name through the store and unlinked once everyone attached. Peer death is seen
 // through a pidfd; aborts through the control page of every peer's segment.
+#include <fmt/format.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -118,7 +119,8 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
                                         local_of, &wakes_);
   }
   for (int q : a.targets) {
-    bool q_reads_me = readers.at(q).text("readable").find("," + std::to_string(a.rank) + ",") != std::string::npos;
+    // fmt, not string + to_string: GCC 12 warns falsely on that (-Wrestrict, GCC bug 105329).
+    bool q_reads_me = readers.at(q).text("readable").find(fmt::format(",{},", a.rank)) != std::string::npos;
     if (!q_reads_me && direct_min)
       log::info(log::Shm, "shm: rank {} cannot read this process's memory: copies through slots", q);
     const int me_l = local_index(a.rank), q_l = local_index(q);
