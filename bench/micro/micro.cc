@@ -82,20 +82,20 @@ void reduce_args(benchmark::internal::Benchmark* b) {
 
 // Arguments: algorithm, ranks. Builds rank 0's schedule of a 1024-element-per-rank all-reduce.
 void BM_BuildSchedule(benchmark::State& st) {
-  auto algo = static_cast<sched::Algo>(st.range(0));
-  sched::CollArgs a;
-  a.coll = sched::Coll::AllReduce;
+  auto algo = static_cast<collectives::Algo>(st.range(0));
+  collectives::CollArgs a;
+  a.coll = collectives::Coll::AllReduce;
   a.nranks = static_cast<int>(st.range(1));
   a.count = 1024 * static_cast<size_t>(a.nranks);
   a.chunk = 1 << 16;
   size_t steps = 0;
-  for (auto _ : st) steps = sched::build(a, algo).steps.size();
+  for (auto _ : st) steps = collectives::build(a, algo).steps.size();
   st.counters["steps"] = static_cast<double>(steps);
-  st.SetLabel(sched::algo_name(algo));
+  st.SetLabel(collectives::algo_name(algo));
 }
 
 void schedule_args(benchmark::internal::Benchmark* b) {
-  for (auto algo : {sched::Algo::Ring, sched::Algo::RecursiveDoubling, sched::Algo::TwoShot})
+  for (auto algo : {collectives::Algo::Ring, collectives::Algo::RecursiveDoubling, collectives::Algo::TwoShot})
     for (int p : {8, 64, 512, 4096}) b->Args({static_cast<int64_t>(algo), p});
 }
 

@@ -5,7 +5,7 @@
 
 #include "collectives/schedule.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 // Blocks of a buffer: block b starts at off[b] and holds size[b] elements.
 struct Blocks {
@@ -42,4 +42,4 @@ Schedule reduce_chain(const CollArgs& a);
 Schedule barrier_dissemination(const CollArgs& a);
 Schedule sendrecv_p2p(const CollArgs& a);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace coral::sched {
+namespace coral::collectives {
 
 namespace {
 
@@ -102,4 +102,4 @@ std::vector<FoldInput> fold_inputs(const Schedule& s, size_t first, size_t len) 
   return in;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

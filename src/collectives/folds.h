@@ -22,7 +22,7 @@
 
 #include "collectives/schedule.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 // Per step: the length of the fold that begins there (at least 2), else 0.
 std::vector<uint32_t> fold_lengths(const Schedule& s);
@@ -35,4 +35,4 @@ struct FoldInput {
 };
 std::vector<FoldInput> fold_inputs(const Schedule& s, size_t first, size_t len);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -3,7 +3,7 @@
 #include "collectives/builders.h"
 #include "base/error.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 const char* algo_name(Algo a) {
   switch (a) {
@@ -80,4 +80,4 @@ Schedule build(const CollArgs& a, Algo algo) {
   fail(coralInternalError, "no builder");
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

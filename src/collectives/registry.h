@@ -4,7 +4,7 @@
 
 #include "collectives/schedule.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 enum class Algo { Auto, Ring, RecursiveDoubling, OneShot, TwoShot, Chain, Dissemination, Direct, Rhd, Tree, Hier };
 
@@ -17,4 +17,4 @@ Algo default_algo(Coll coll);
 // algo must not be Auto (the tuner resolves it).
 Schedule build(const CollArgs& args, Algo algo);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -4,7 +4,7 @@
 
 #include "collectives/folds.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 const char* coll_name(Coll c) {
   switch (c) {
@@ -56,4 +56,4 @@ std::string dump(const Schedule& s) {
   return out;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace coral::sched {
+namespace coral::collectives {
 
 constexpr int kMinInFlight = 2;
 
@@ -121,4 +121,4 @@ inline size_t block_offset(size_t n, int p, int b) {
   return static_cast<size_t>(b) * (n / p) + std::min<size_t>(static_cast<size_t>(b), n % p);
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -9,7 +9,7 @@
 
 #include "kernels/reduce.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Cluster Cluster::uniform(int nranks, int ranks_per_host, LinkCost intra, LinkCost inter, double gamma) {
   Cluster c{{}, intra, inter, gamma};
@@ -123,4 +123,4 @@ SimResult simulate(const CollArgs& args, Algo algo, const Cluster& c) {
   return simulate(all, kernels::dtype_size(args.dtype), c);
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -9,7 +9,7 @@
 
 #include "collectives/registry.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 struct LinkCost {
   double alpha = 0;     // seconds per message, latency (overlaps with other messages)
@@ -37,4 +37,4 @@ SimResult simulate(const CollArgs& args, Algo algo, const Cluster& c);
 // all-gather, 1 for broadcast and reduce.
 double bus_factor(Coll c, int nranks);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <stdexcept>
 
-namespace coral::sched {
+namespace coral::collectives {
 
 namespace {
 
@@ -321,4 +321,4 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
   return {};
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

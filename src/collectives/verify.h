@@ -7,7 +7,7 @@
 
 #include "collectives/registry.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 struct VerifyResult {
   bool ok = true;
@@ -20,4 +20,4 @@ VerifyResult verify(const CollArgs& args, Algo algo, bool in_place);
 VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(const CollArgs&)>& builder,
                          bool in_place);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -23,7 +23,7 @@ struct coralRequest {
 namespace {
 
 using coral::fail;
-using coral::sched::Coll;
+using coral::collectives::Coll;
 
 using coral::capi::guard;
 using coral::capi::t_last_error;
@@ -360,7 +360,7 @@ coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQu
       coral::Call call = coral::make_call(colls[args->collective], nullptr, nullptr, args->count, args->datatype,
                                           args->op, args->root);
       const auto info = c.query(call.args, args->device != 0);
-      out = query == coralQueryAlgorithm ? coral::sched::algo_name(info.algo)
+      out = query == coralQueryAlgorithm ? coral::collectives::algo_name(info.algo)
             : query == coralQueryChunkBytes ? std::to_string(info.chunk_bytes)
                                             : (info.tuning ? "1" : "0");
     } else {

@@ -31,10 +31,10 @@ using Clock = std::chrono::steady_clock;
 
 // The settings that decide which schedule a call runs. Ranks that disagree on one would run
 // different schedules and wait on each other until the timeout, so they are compared at start.
-std::vector<std::pair<std::string, std::string>> schedule_settings(const sched::TuneParams& t, size_t chunk, bool probe) {
-  std::string algo = sched::algo_name(t.forced);
-  for (const sched::SizeRule& r : t.rules)
-    algo += fmt::format(";{}:{}-{}:{}", sched::coll_name(r.coll), r.lo, r.hi, sched::algo_name(r.algo));
+std::vector<std::pair<std::string, std::string>> schedule_settings(const collectives::TuneParams& t, size_t chunk, bool probe) {
+  std::string algo = collectives::algo_name(t.forced);
+  for (const collectives::SizeRule& r : t.rules)
+    algo += fmt::format(";{}:{}-{}:{}", collectives::coll_name(r.coll), r.lo, r.hi, collectives::algo_name(r.algo));
   return {{"CORAL_ALGO", algo},
           {"CORAL_SMALL_BYTES", std::to_string(t.small_bytes)},
           {"CORAL_TUNE_TRIALS", t.trials ? "1" : "0"},
@@ -49,14 +49,14 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   log::set_thread_rank(rank);
   settings_ = config::Settings::from_env();
   timeout_s_ = settings_.timeout_s;
-  sched::Overrides over = sched::parse_overrides(settings_.algo);
-  sched::TuneParams params;
+  collectives::Overrides over = collectives::parse_overrides(settings_.algo);
+  collectives::TuneParams params;
   params.forced = over.all;
   params.rules = std::move(over.rules);
   params.small_bytes = settings_.small_bytes;
   params.trials = settings_.tune_trials;
-  tuner_ = sched::Tuner(std::move(params), settings_.chunk_bytes);
-  sched::TuneParams& tune = tuner_.params();
+  tuner_ = collectives::Tuner(std::move(params), settings_.chunk_bytes);
+  collectives::TuneParams& tune = tuner_.params();
   spin_ = settings_.spin;
   kernels::active();  // fail early on a CORAL_KERNEL this CPU lacks
   auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
@@ -89,7 +89,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   for (int q = 0; q < nranks; ++q)
     if (q != rank) others.push_back(q);
   host_ = transport::connect_all({store_.get(), prefix, &peers, rank, others, timeout_s_}, transport::Memory::Host,
-                                 sched::kMinInFlight);
+                                 collectives::kMinInFlight);
   // More ranks here than cores: a waiting rank yields at once, or the peer it waits for may not
   // get a core for a whole time slice.
   int local = 0;
@@ -112,7 +112,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
 }
 
 void Communicator::p2p(bool send, void* buf, size_t bytes, int peer) {
-  run(make_call(send ? sched::Coll::Send : sched::Coll::Recv, buf, buf, bytes, coralUint8, coralSum, peer));
+  run(make_call(send ? collectives::Coll::Send : collectives::Coll::Recv, buf, buf, bytes, coralUint8, coralSum, peer));
 }
 
 // The cost model's link classes, measured: rank 0 times round trips (latency) and a stream of
@@ -124,7 +124,7 @@ void Communicator::probe_links() {
     if (host_index_[q] == host_index_[0] && near < 0) near = q;
     if (host_index_[q] != host_index_[0] && far < 0) far = q;
   }
-  sched::TuneParams& tune = tuner_.params();
+  collectives::TuneParams& tune = tuner_.params();
   double result[4] = {tune.intra.alpha, tune.intra.beta, tune.inter.alpha, tune.inter.beta};
   const size_t big = std::min<size_t>(chunk_bytes(), 1u << 20);
   std::vector<std::byte> buf(big);
@@ -159,7 +159,7 @@ void Communicator::probe_links() {
   };
   if (near > 0) measure(near, result);
   if (far > 0) measure(far, result + 2);
-  run(make_call(sched::Coll::Broadcast, result, result, 4, coralFloat64, coralSum, 0));
+  run(make_call(collectives::Coll::Broadcast, result, result, 4, coralFloat64, coralSum, 0));
   tune.intra = {result[0], result[1]};
   tune.inter = {result[2], result[3]};
   log::info(log::Tune, "probed links: inside a host {:.1f} us, {:.2f} GB/s; between hosts {:.1f} us, {:.2f} GB/s",
@@ -169,10 +169,10 @@ void Communicator::probe_links() {
 // queue_, the last member, goes first: it runs what is queued and joins its thread.
 Communicator::~Communicator() = default;
 
-void Communicator::agree(sched::Trial& trial, const sched::CollArgs& args, bool background) {
+void Communicator::agree(collectives::Trial& trial, const collectives::CollArgs& args, bool background) {
   std::vector<double> mine = trial.scores(), all(mine.size());
   // Max: exact in any order, so every rank decides from the same numbers.
-  Call c = make_call(sched::Coll::AllReduce, mine.data(), all.data(), mine.size(), coralFloat64, coralMax, 0);
+  Call c = make_call(collectives::Coll::AllReduce, mine.data(), all.data(), mine.size(), coralFloat64, coralMax, 0);
   {
     // The agreement is no trial's call, whatever its size (CORAL_SMALL_BYTES may be 0).
     Override<bool> agreeing(agreeing_, true);
@@ -181,22 +181,22 @@ void Communicator::agree(sched::Trial& trial, const sched::CollArgs& args, bool 
   tuner_.settle(trial, all, args);
 }
 
-Communicator::CallInfo Communicator::query(sched::CollArgs a, bool device) {
+Communicator::CallInfo Communicator::query(collectives::CollArgs a, bool device) {
   a.rank = rank_;
   a.nranks = nranks_;
   a.hosts = &host_index_;
-  const sched::Algo algo = tuner_.choose(a);
+  const collectives::Algo algo = tuner_.choose(a);
   const size_t max_bytes = device ? device_chunk_bytes() : chunk_bytes();
   return {algo, tuner_.chunk(a, algo, max_bytes), !device && tuner_.tuning(a)};
 }
 
-Communicator::Cached& Communicator::schedule_for(const sched::CollArgs& a, sched::Algo algo) {
+Communicator::Cached& Communicator::schedule_for(const collectives::CollArgs& a, collectives::Algo algo) {
   auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
                              static_cast<int>(a.op), a.root, static_cast<int>(algo), a.chunk);
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     if (cache_.size() > 256) cache_.clear();
-    it = cache_.emplace(key, Cached{sched::build(a, algo), a.chunk, {}}).first;
+    it = cache_.emplace(key, Cached{collectives::build(a, algo), a.chunk, {}}).first;
   }
   return it->second;
 }
@@ -209,7 +209,7 @@ void Communicator::check_usable() const {
 
 void Communicator::execute(Call& c, bool background, bool device) {
   check_usable();
-  sched::CollArgs& a = c.args;
+  collectives::CollArgs& a = c.args;
   a.rank = rank_;
   a.nranks = nranks_;
   a.hosts = &host_index_;
@@ -217,9 +217,9 @@ void Communicator::execute(Call& c, bool background, bool device) {
   // Training loops repeat one call: its algorithm, chunk and schedule are looked up once.
   const size_t max_bytes = device ? gpu_->chunk_bytes : chunk_bytes();
   const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root, max_bytes};
-  sched::Trial* trial = nullptr;
+  collectives::Trial* trial = nullptr;
   if (!last_ || key != last_key_) {
-    const sched::Decision d = tuner_.decide(a, max_bytes, !device && !agreeing_);
+    const collectives::Decision d = tuner_.decide(a, max_bytes, !device && !agreeing_);
     trial = d.trial;
     a.chunk = d.chunk;
     last_ = &schedule_for(a, d.algo);
@@ -230,19 +230,19 @@ void Communicator::execute(Call& c, bool background, bool device) {
   if (trial) last_ = nullptr;
   a.chunk = cached.chunk;
   uint64_t salt;
-  if (a.coll == sched::Coll::Send) salt = p2p_seq_send_[a.root]++;
-  else if (a.coll == sched::Coll::Recv) salt = p2p_seq_recv_[a.root]++;
+  if (a.coll == collectives::Coll::Send) salt = p2p_seq_send_[a.root]++;
+  else if (a.coll == collectives::Coll::Recv) salt = p2p_seq_recv_[a.root]++;
   else salt = coll_seq_++ * 1000003u + a.count * 31u + static_cast<uint64_t>(a.root);
   // Point-to-point messages match a Send with a Recv, whatever their dtypes.
-  sched::Coll tag_coll = a.coll == sched::Coll::Recv ? sched::Coll::Send : a.coll;
-  bool p2p = a.coll == sched::Coll::Send || a.coll == sched::Coll::Recv;
+  collectives::Coll tag_coll = a.coll == collectives::Coll::Recv ? collectives::Coll::Send : a.coll;
+  bool p2p = a.coll == collectives::Coll::Send || a.coll == collectives::Coll::Recv;
   uint64_t tag = make_tag(tag_coll, p2p ? coralUint8 : a.dtype, p2p ? coralSum : a.op, salt);
-  const sched::Schedule& s = cached.schedule;
+  const collectives::Schedule& s = cached.schedule;
   if (!device && !cached.plan.links) cached.plan = compile(s, host_.links, es);
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
   // caller's computation, which is what non-blocking calls exist to overlap.
   PeerMonitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_,
-              sched::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
+              collectives::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
               background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate);
   mon.tag = tag;
   const auto start = trial ? Clock::now() : Clock::time_point{};

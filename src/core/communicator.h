@@ -45,11 +45,11 @@ class Communicator {
   // What a call of this shape runs once trials are over, for coralCommQuery: the algorithm, its
   // chunk in bytes, and whether trials of the shape still run.
   struct CallInfo {
-    sched::Algo algo;
+    collectives::Algo algo;
     size_t chunk_bytes;
     bool tuning;
   };
-  CallInfo query(sched::CollArgs args, bool device);
+  CallInfo query(collectives::CollArgs args, bool device);
   // The trials' settled picks as a CORAL_ALGO value.
   std::string trial_picks() const { return tuner_.overrides(); }
   // Name of the transport that carries traffic to peer ("self" for this rank).
@@ -78,14 +78,14 @@ class Communicator {
   // Throws the earlier failure's code and reason once the communicator has failed.
   void check_usable() const;
   struct Cached;
-  Cached& schedule_for(const sched::CollArgs& a, sched::Algo algo);
+  Cached& schedule_for(const collectives::CollArgs& a, collectives::Algo algo);
   // On the progress thread: runs one queued request and finishes it.
   void run_queued(std::shared_ptr<Request>& req);
   void probe_links();
   void p2p(bool send, void* buf, size_t bytes, int peer);
   void wait_idle();
   // After a trial's last timed call: the ranks' scores combined, and the pick kept.
-  void agree(sched::Trial& trial, const sched::CollArgs& args, bool background);
+  void agree(collectives::Trial& trial, const collectives::CollArgs& args, bool background);
 
   std::shared_ptr<bootstrap::Store> store_;
   std::string prefix_;
@@ -93,7 +93,7 @@ class Communicator {
   int rank_, nranks_;
   config::Settings settings_;
   double timeout_s_;
-  sched::Tuner tuner_;
+  collectives::Tuner tuner_;
   std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
   transport::LinkSet host_;  // host-buffer links to every peer
   uint64_t coll_seq_ = 0;
@@ -101,7 +101,7 @@ class Communicator {
   std::unique_ptr<GpuState> gpu_;
   using CacheKey = std::tuple<int, size_t, int, int, int, int, size_t>;
   struct Cached {
-    sched::Schedule schedule;
+    collectives::Schedule schedule;
     size_t chunk;  // elements, as the schedule was built with
     Plan plan;     // against host_.links, made at the first host call
   };

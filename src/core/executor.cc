@@ -11,7 +11,7 @@
 
 namespace coral {
 
-uint64_t make_tag(sched::Coll coll, coralDataType_t dtype, coralRedOp_t op, uint64_t salt) {
+uint64_t make_tag(collectives::Coll coll, coralDataType_t dtype, coralRedOp_t op, uint64_t salt) {
   salt ^= salt >> 31;
   salt *= 0x9e3779b97f4a7c15ull;
   return (static_cast<uint64_t>(coll) << 56) | (static_cast<uint64_t>(dtype) << 48) |
@@ -19,10 +19,10 @@ uint64_t make_tag(sched::Coll coll, coralDataType_t dtype, coralRedOp_t op, uint
 }
 
 std::string describe_tag(uint64_t tag) {
-  auto coll = static_cast<sched::Coll>(tag >> 56);
+  auto coll = static_cast<collectives::Coll>(tag >> 56);
   auto dt = static_cast<coralDataType_t>((tag >> 48) & 0xff);
   auto op = static_cast<coralRedOp_t>((tag >> 40) & 0xff);
-  return fmt::format("{} {} {}", sched::coll_name(coll), kernels::dtype_name(dt), kernels::op_name(op));
+  return fmt::format("{} {} {}", collectives::coll_name(coll), kernels::dtype_name(dt), kernels::op_name(op));
 }
 
 namespace {
@@ -88,11 +88,11 @@ struct DeviceMem {
 
 // The run of posted sends of one buffer (the one-shot all-reduce's) that begins at step i: its
 // length, 0 when none begins there.
-size_t post_run(const std::vector<sched::Step>& steps, size_t i) {
-  const sched::Step& first = steps[i];
-  if (first.kind != sched::OpKind::Send || !first.posted) return 0;
+size_t post_run(const std::vector<collectives::Step>& steps, size_t i) {
+  const collectives::Step& first = steps[i];
+  if (first.kind != collectives::OpKind::Send || !first.posted) return 0;
   size_t j = i + 1;
-  while (j < steps.size() && steps[j].kind == sched::OpKind::Send && steps[j].posted &&
+  while (j < steps.size() && steps[j].kind == collectives::OpKind::Send && steps[j].posted &&
          steps[j].count == first.count && steps[j].src.buf == first.src.buf && steps[j].src.off == first.src.off)
     ++j;
   return j - i;
@@ -103,16 +103,16 @@ struct Runner {
   const ExecArgs& x;
   const size_t es;
   Mem mem;
-  const std::vector<sched::Step>& steps;
+  const std::vector<collectives::Step>& steps;
   const Plan& plan;  // each step's links and decisions
 
-  // By sched::Buf: a table, not a chain of branches (two lookups per step of a tiny call).
+  // By collectives::Buf: a table, not a chain of branches (two lookups per step of a tiny call).
   std::byte* const base[4] = {nullptr, static_cast<std::byte*>(const_cast<void*>(x.send)),
                               static_cast<std::byte*>(x.recv), static_cast<std::byte*>(x.scratch)};
-  static_assert(static_cast<int>(sched::Buf::Send) == 1 && static_cast<int>(sched::Buf::Recv) == 2 &&
-                static_cast<int>(sched::Buf::Scratch) == 3);
+  static_assert(static_cast<int>(collectives::Buf::Send) == 1 && static_cast<int>(collectives::Buf::Recv) == 2 &&
+                static_cast<int>(collectives::Buf::Scratch) == 3);
 
-  std::byte* ptr(sched::Ref r) const { return base[static_cast<int>(r.buf)] + r.off * es; }
+  std::byte* ptr(collectives::Ref r) const { return base[static_cast<int>(r.buf)] + r.off * es; }
   transport::Link& peer_link(size_t i) const { return *plan.ops[i].link; }
   transport::Link& out_link(size_t i) const { return *plan.ops[i].out; }
   bool as_post(size_t i) const { return plan.ops[i].post; }
@@ -139,10 +139,10 @@ struct Runner {
   std::vector<transport::Link*> flush = {};
 
   void run(size_t i) {
-    using sched::OpKind;
-    const sched::Step& st = steps[i];
+    using collectives::OpKind;
+    const collectives::Step& st = steps[i];
     const size_t bytes = st.count * es;
-    void* dst = st.dst.buf != sched::Buf::None ? ptr(st.dst) : nullptr;
+    void* dst = st.dst.buf != collectives::Buf::None ? ptr(st.dst) : nullptr;
     switch (st.kind) {
       case OpKind::Send: {
         transport::Link& l = peer_link(i);
@@ -274,13 +274,13 @@ struct Runner {
 
 }  // namespace
 
-Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& links, size_t es) {
+Plan compile(const collectives::Schedule& s, const std::vector<transport::Link*>& links, size_t es) {
   Plan p;
   p.links = &links;
   p.es = es;
   p.ops.resize(s.steps.size());
   for (size_t i = 0; i < s.steps.size(); ++i) {
-    const sched::Step& st = s.steps[i];
+    const collectives::Step& st = s.steps[i];
     Plan::Op& op = p.ops[i];
     if (st.peer >= 0) op.link = links[st.peer];
     if (st.peer_out >= 0) op.out = links[st.peer_out];
@@ -291,14 +291,14 @@ Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& link
       op.post = q && st.count * es <= q->max_bytes();
     }
   }
-  const std::vector<uint32_t> folds = sched::fold_lengths(s);
+  const std::vector<uint32_t> folds = collectives::fold_lengths(s);
   for (size_t i = 0; i < s.steps.size(); ++i) {
     if (folds[i] == 0) continue;
-    std::vector<sched::FoldInput> in = sched::fold_inputs(s, i, folds[i]);
+    std::vector<collectives::FoldInput> in = collectives::fold_inputs(s, i, folds[i]);
     p.ops[i].fold = folds[i];
     p.ops[i].fold_at = static_cast<uint32_t>(p.folds.size());
     p.folds.push_back({static_cast<uint32_t>(p.inputs.size()), static_cast<uint32_t>(in.size()), s.steps[i + folds[i] - 1].dst});
-    for (const sched::FoldInput& f : in) {
+    for (const collectives::FoldInput& f : in) {
       if (f.step < 0) {
         p.inputs.push_back({nullptr, false, -1, f.local});
         continue;
@@ -332,7 +332,7 @@ Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& link
   return p;
 }
 
-void execute(const sched::Schedule& s, const ExecArgs& x) {
+void execute(const collectives::Schedule& s, const ExecArgs& x) {
   const size_t es = kernels::dtype_size(x.dtype);
   const bool planned = x.plan && x.plan->links == x.links && x.plan->es == es && x.plan->ops.size() == s.steps.size();
   std::optional<Plan> local;  // not even an empty one on the cached path

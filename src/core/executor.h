@@ -31,19 +31,19 @@ struct Plan {
   std::vector<Op> ops;  // by step
   struct Fold {
     uint32_t inputs_at, ninputs;  // in inputs
-    sched::Ref dst;
+    collectives::Ref dst;
   };
   std::vector<Fold> folds;
-  struct Input {                      // a fold's input (sched::FoldInput), resolved
+  struct Input {                      // a fold's input (collectives::FoldInput), resolved
     transport::Link* link = nullptr;  // its message's (null: local)
     bool post = false;
     int peer = -1;
-    sched::Ref local;
+    collectives::Ref local;
   };
   std::vector<Input> inputs;
 };
 
-Plan compile(const sched::Schedule& s, const std::vector<transport::Link*>& links, size_t es);
+Plan compile(const collectives::Schedule& s, const std::vector<transport::Link*>& links, size_t es);
 
 struct ExecArgs {
   const void* send;
@@ -60,9 +60,9 @@ struct ExecArgs {
 };
 
 // Tag layout: collective in bits 56-63, dtype 48-55, op 40-47, a hash of the rest below.
-uint64_t make_tag(sched::Coll coll, coralDataType_t dtype, coralRedOp_t op, uint64_t salt);
+uint64_t make_tag(collectives::Coll coll, coralDataType_t dtype, coralRedOp_t op, uint64_t salt);
 std::string describe_tag(uint64_t tag);
 
-void execute(const sched::Schedule& s, const ExecArgs& x);
+void execute(const collectives::Schedule& s, const ExecArgs& x);
 
 }  // namespace coral

@@ -98,7 +98,7 @@ void Communicator::connect_device_links() {
   g.chunk_bytes = settings_.cuda_ipc_slot_bytes;
   if (g.all_local && !local.empty()) {
     transport::LinkSet set = transport::connect_all({store_.get(), prefix_, &peers_, rank_, local, timeout_s_},
-                                                    transport::Memory::Device, sched::kMinInFlight);
+                                                    transport::Memory::Device, collectives::kMinInFlight);
     g.links = std::move(set.links);
     g.domain_of = std::move(set.domain_of);
     g.chunk_bytes = std::min<size_t>(g.chunk_bytes, set.max_message);
@@ -121,9 +121,9 @@ struct Extent {
 };
 
 Extent extent(const Call& c, int rank, int nranks) {
-  const sched::CollArgs& a = c.args;
+  const collectives::CollArgs& a = c.args;
   const size_t n = a.count;
-  using sched::Coll;
+  using collectives::Coll;
   switch (a.coll) {
     case Coll::AllReduce: return {n, n, true};
     case Coll::Broadcast: return {rank == a.root ? n : 0, n, true};

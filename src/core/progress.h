@@ -23,12 +23,12 @@ class Event;
 }
 
 struct Call {
-  sched::CollArgs args;  // rank/nranks/chunk are filled by the communicator
+  collectives::CollArgs args;  // rank/nranks/chunk are filled by the communicator
   const void* send = nullptr;
   void* recv = nullptr;
 };
 
-inline Call make_call(sched::Coll coll, const void* send, void* recv, size_t count, coralDataType_t dtype,
+inline Call make_call(collectives::Coll coll, const void* send, void* recv, size_t count, coralDataType_t dtype,
                       coralRedOp_t op, int root) {
   Call c;
   c.args.coll = coll;

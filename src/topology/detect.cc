@@ -8,7 +8,7 @@
 #include "topology/detect.h"
 #include "topology/formats.h"
 
-namespace coral::topo {
+namespace coral::topology {
 
 Topology detect(const DetectOptions& o) {
   Topology t;
@@ -39,4 +39,4 @@ Topology load_file(const std::string& path) {
   throw Error(fmt::format("{}: neither JSON, NCCL topology XML nor hwloc XML", path));
 }
 
-}  // namespace coral::topo
+}  // namespace coral::topology

@@ -5,7 +5,7 @@
 
 #include "topology/model.h"
 
-namespace coral::topo {
+namespace coral::topology {
 
 struct DetectOptions {
   std::string host = "localhost";
@@ -22,4 +22,4 @@ void detect_net(Topology& t, int host, const std::string& sysfs);
 void detect_nvml(Topology& t, int host);  // no-op (logged) without the NVIDIA driver
 bool have_hwloc();
 
-}  // namespace coral::topo
+}  // namespace coral::topology

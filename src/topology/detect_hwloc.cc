@@ -11,7 +11,7 @@
 #include <unordered_map>
 #endif
 
-namespace coral::topo {
+namespace coral::topology {
 
 #ifndef CORAL_HAVE_HWLOC
 bool have_hwloc() { return false; }
@@ -190,4 +190,4 @@ Topology from_hwloc_xml(const std::string& text, const std::string& origin) {
 }
 #endif
 
-}  // namespace coral::topo
+}  // namespace coral::topology

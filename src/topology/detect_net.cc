@@ -7,7 +7,7 @@
 
 #include "topology/detect.h"
 
-namespace coral::topo {
+namespace coral::topology {
 namespace {
 
 namespace fs = std::filesystem;
@@ -97,4 +97,4 @@ void detect_net(Topology& t, int host, const std::string& sysfs) {
   }
 }
 
-}  // namespace coral::topo
+}  // namespace coral::topology

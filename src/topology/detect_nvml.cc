@@ -9,7 +9,7 @@
 #include "base/log.h"
 #include "topology/detect.h"
 
-namespace coral::topo {
+namespace coral::topology {
 namespace {
 
 struct NvmlPci {  // nvmlPciInfo_t
@@ -98,4 +98,4 @@ void detect_nvml(Topology& t, int host) {
   dlclose(lib);
 }
 
-}  // namespace coral::topo
+}  // namespace coral::topology

@@ -1,12 +1,12 @@
 // Reading and writing the model: our JSON (dump/load, exact round trip), NCCL topology XML
 // (NCCL_TOPO_FILE; import and export) and hwloc XML (import, through hwloc itself).
-// Every loader throws topo::Error naming the input and the line or element at fault.
+// Every loader throws topology::Error naming the input and the line or element at fault.
 #pragma once
 #include <string>
 
 #include "topology/model.h"
 
-namespace coral::topo {
+namespace coral::topology {
 
 std::string to_json(const Topology& t);
 Topology from_json(const std::string& text, const std::string& origin = "JSON");
@@ -21,4 +21,4 @@ Topology from_hwloc_xml(const std::string& text, const std::string& origin = "hw
 // A file of any of these formats, recognised by its content.
 Topology load_file(const std::string& path);
 
-}  // namespace coral::topo
+}  // namespace coral::topology

@@ -4,7 +4,7 @@
 
 #include "topology/formats.h"
 
-namespace coral::topo {
+namespace coral::topology {
 
 using nlohmann::json;
 
@@ -104,4 +104,4 @@ Topology from_json(const std::string& text, const std::string& origin) {
   return t;
 }
 
-}  // namespace coral::topo
+}  // namespace coral::topology

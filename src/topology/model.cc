@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <tuple>
 
-namespace coral::topo {
+namespace coral::topology {
 namespace {
 
 constexpr const char* kKinds[] = {"host", "cpu", "pci_switch", "pci", "gpu", "nvswitch", "nic", "port"};
@@ -206,4 +206,4 @@ Topology combine(const std::vector<Topology>& machines, const std::vector<std::s
   return out;
 }
 
-}  // namespace coral::topo
+}  // namespace coral::topology

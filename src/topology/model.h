@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace coral::topo {
+namespace coral::topology {
 
 enum class Kind { Host, Cpu, PciSwitch, Pci, Gpu, NvSwitch, Nic, Port };
 enum class LinkType { Pcie, NvLink, C2C, Smp, Net };
@@ -78,4 +78,4 @@ double pcie_lane_gbs(const std::string& link_speed);
 // NVLink bandwidth per lane (GB/s) for a GPU's SM version, as NCCL tabulates it.
 double nvlink_lane_gbs(int sm);
 
-}  // namespace coral::topo
+}  // namespace coral::topology

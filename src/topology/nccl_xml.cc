@@ -9,7 +9,7 @@
 
 #include "topology/formats.h"
 
-namespace coral::topo {
+namespace coral::topology {
 namespace {
 
 const std::vector<std::string> kGpuAttrs = {"dev", "sm", "rank", "gdr"};
@@ -258,4 +258,4 @@ std::string to_nccl_xml(const Topology& t) {
   return o.str();
 }
 
-}  // namespace coral::topo
+}  // namespace coral::topology

@@ -6,7 +6,7 @@
 #include <functional>
 #include <sstream>
 
-namespace coral::topo {
+namespace coral::topology {
 namespace {
 
 std::string cell(const Topology& t, int a, int b) {
@@ -121,4 +121,4 @@ std::string render_summary(const Topology& t) {
                      t.of_kind(Kind::Port).size(), nvlinks, t.of_kind(Kind::PciSwitch).size());
 }
 
-}  // namespace coral::topo
+}  // namespace coral::topology

@@ -4,7 +4,7 @@
 
 #include "topology/model.h"
 
-namespace coral::topo {
+namespace coral::topology {
 
 std::string render_matrix(const Topology& t);
 std::string render_tree(const Topology& t);
@@ -12,4 +12,4 @@ std::string render_dot(const Topology& t);
 // A short census: counts of each kind and link type.
 std::string render_summary(const Topology& t);
 
-}  // namespace coral::topo
+}  // namespace coral::topology

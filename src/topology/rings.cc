@@ -4,7 +4,7 @@
 #include <limits>
 #include <map>
 
-namespace coral::topo {
+namespace coral::topology {
 namespace {
 
 // Cost of placing b right after a in the ring: path class first, then the inverse bandwidth.
@@ -155,4 +155,4 @@ std::vector<RankPlace> default_places(const Topology& t, int ranks_per_host) {
   return out;
 }
 
-}  // namespace coral::topo
+}  // namespace coral::topology

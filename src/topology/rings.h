@@ -5,7 +5,7 @@
 
 #include "topology/model.h"
 
-namespace coral::topo {
+namespace coral::topology {
 
 // A rank and the device it drives (a GPU, or a CPU domain for host-buffer ranks).
 struct RankPlace {
@@ -43,4 +43,4 @@ LinkClass link_class(const Topology& t, const RankPlace& a, const RankPlace& b);
 // has no GPU), ranks_per_host ranks a host in host order.
 std::vector<RankPlace> default_places(const Topology& t, int ranks_per_host);
 
-}  // namespace coral::topo
+}  // namespace coral::topology

@@ -80,5 +80,5 @@ check_bad "unknown algorithm 'magic'" --algo magic
 check_bad "-c must be 0 or 1" -c 7
 # On the public API: linked against libcoral.so, with none of the library's internals inside.
 ldd "$bench" | grep -q 'libcoral\.so' || fail "coral-bench does not link libcoral.so"
-nm -C "$bench" | grep -q 'coral::Communicator\|coral::sched::' && fail "coral-bench carries library internals"
+nm -C "$bench" | grep -q 'coral::Communicator\|coral::collectives::' && fail "coral-bench carries library internals"
 echo "coral-bench ok"

@@ -11,7 +11,7 @@
 #include "collectives/registry.h"
 #include "collectives/verify.h"
 
-using namespace coral::sched;
+using namespace coral::collectives;
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include "collectives/tuner/select.h"
 #include "collectives/tuner/trials.h"
 
-using namespace coral::sched;
+using namespace coral::collectives;
 
 namespace {
 

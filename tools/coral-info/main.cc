@@ -33,7 +33,7 @@ json features() {
   json f;
   f["cuda"] = coral::gpu::built();
   f["cuda_usable"] = coral::gpu::usable();
-  f["hwloc"] = coral::topo::have_hwloc();
+  f["hwloc"] = coral::topology::have_hwloc();
   std::vector<std::string> transports;
   for (coral::transport::Transport* t : coral::transport::built_transports()) transports.push_back(t->name());
   if (coral::gpu::built()) transports.push_back("cuda_ipc");
@@ -57,8 +57,8 @@ json features() {
 // "host: 1 package, 2 cores, 1 NUMA node, 0 GPUs, 1 NIC (eth0)"
 json machine() {
   json m;
-  coral::topo::Topology t = coral::topo::detect();
-  using coral::topo::Kind;
+  coral::topology::Topology t = coral::topology::detect();
+  using coral::topology::Kind;
   int cores = 0;
   for (int c : t.of_kind(Kind::Cpu)) cores += std::stoi(t.devices[c].attr("cores", "0"));
   std::vector<std::string> nics;
@@ -156,8 +156,8 @@ int main(int argc, char** argv) {
     json all{{"version", ver}, {"features", features()}, {"knobs", ks}, {"unknown_variables", unknown}};
     if (!show_knobs) all["machine"] = machine();
     json rows = json::array();
-    for (const auto& row : coral::sched::default_rows())
-      rows.push_back({{"min_ranks", row.lo}, {"max_ranks", row.hi == coral::sched::kAnyRanks ? -1 : row.hi},
+    for (const auto& row : coral::collectives::default_rows())
+      rows.push_back({{"min_ranks", row.lo}, {"max_ranks", row.hi == coral::collectives::kAnyRanks ? -1 : row.hi},
                       {"coral_algo", row.text}});
     all["tuner_defaults"] = rows;
     std::printf("%s\n", all.dump(2).c_str());
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     std::printf("# One host, no CORAL_ALGO: the all-reduce's algorithm by rank count past the latency path\n"
                 "# (CORAL_SMALL_BYTES, and one-shot while its peers read at most 64 KiB). Each line's value\n"
                 "# works as CORAL_ALGO too.\n%s",
-                coral::sched::default_rules_text().c_str());
+                coral::collectives::default_rules_text().c_str());
   } else if (show_knobs) {
     print_knobs(ks, markdown);
   } else {

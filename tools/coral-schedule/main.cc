@@ -12,7 +12,7 @@
 #include "base/config.h"
 #include "base/error.h"
 
-using namespace coral::sched;
+using namespace coral::collectives;
 
 namespace {
 

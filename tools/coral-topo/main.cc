@@ -12,7 +12,7 @@
 #include "topology/render.h"
 #include "topology/rings.h"
 
-using namespace coral::topo;
+using namespace coral::topology;
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include "collectives/builders.h"
 #include "collectives/patterns/recursive.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule allgather_rhd(const CollArgs& a) {
   const int p = a.nranks, r = a.rank;
@@ -29,4 +29,4 @@ Schedule allgather_rhd(const CollArgs& a) {
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -2,7 +2,7 @@
 // the ring. Each rank sends (P-1)/P of the output.
 #include "collectives/builders.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule allgather_ring(const CollArgs& a) {
   Schedule s{"ring", a.nranks, a.rank, {}, a.count, a.count * a.nranks};
@@ -12,4 +12,4 @@ Schedule allgather_ring(const CollArgs& a) {
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -11,7 +11,7 @@
 
 #include "collectives/builders.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 namespace {
 
@@ -81,13 +81,13 @@ Schedule allreduce_hier(const CollArgs& a) {
     ring_reduce_scatter(s, x, across, {Buf::Recv, across.off[static_cast<size_t>(me)]}, false);
     remap(s, mark, peers, true);  // the shard already sits in the receive buffer
     if (a.op == coralAvg && across.size[static_cast<size_t>(me)] > 0)
-      s.steps.push_back(sched::scale({Buf::Recv, across.off[static_cast<size_t>(me)]},
+      s.steps.push_back(collectives::scale({Buf::Recv, across.off[static_cast<size_t>(me)]},
                                      across.size[static_cast<size_t>(me)]));
     mark = s.steps.size();
     ring_allgather(s, x, across);
     remap(s, mark, peers, false);
   } else if (i < k && a.op == coralAvg && len > 0 && p > 1) {
-    s.steps.push_back(sched::scale({Buf::Recv, off}, len));
+    s.steps.push_back(collectives::scale({Buf::Recv, off}, len));
   }
   if (n > 1) {
     size_t mark = s.steps.size();
@@ -97,4 +97,4 @@ Schedule allreduce_hier(const CollArgs& a) {
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -5,7 +5,7 @@
 // above all when ranks outnumber cores (each rank needs the core once to send and once to reduce).
 #include "collectives/builders.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule allreduce_oneshot(const CollArgs& a) {
   const int p = a.nranks, r = a.rank;
@@ -15,13 +15,13 @@ Schedule allreduce_oneshot(const CollArgs& a) {
     const size_t n = std::min(a.chunk, a.count - lo);
     const Ref mine{Buf::Send, lo}, acc{Buf::Recv, lo};
     for (int k = 1; k < p; ++k) {
-      s.steps.push_back(sched::send((r + k) % p, mine, n));
+      s.steps.push_back(collectives::send((r + k) % p, mine, n));
       s.steps.back().posted = true;
     }
     fold_in_rank_order(s, p, r, mine, acc, {Buf::Scratch, 0}, n, true);
-    if (a.op == coralAvg && p > 1) s.steps.push_back(sched::scale(acc, n));
+    if (a.op == coralAvg && p > 1) s.steps.push_back(collectives::scale(acc, n));
   }
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -5,7 +5,7 @@
 #include "collectives/builders.h"
 #include "collectives/patterns/ring.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule allreduce_rd(const CollArgs& a) {
   Schedule s{"rd", a.nranks, a.rank, {}, a.count, a.count};
@@ -18,23 +18,23 @@ Schedule allreduce_rd(const CollArgs& a) {
     const size_t n = std::min(a.chunk, a.count - lo);
     const Ref buf{Buf::Recv, lo};
     if (r < 2 * g.rem) {
-      if (nr < 0) s.steps.push_back(sched::send(r + 1, buf, n));
-      else s.steps.push_back(sched::recv_reduce(r - 1, buf, buf, n));
+      if (nr < 0) s.steps.push_back(collectives::send(r + 1, buf, n));
+      else s.steps.push_back(collectives::recv_reduce(r - 1, buf, buf, n));
     }
     if (nr >= 0) {
       for (int mask = 1; mask < g.pof2; mask <<= 1) {
         int peer = g.real_rank(nr ^ mask);
-        s.steps.push_back(sched::send(peer, buf, n));
-        s.steps.push_back(sched::recv_reduce(peer, buf, buf, n));
+        s.steps.push_back(collectives::send(peer, buf, n));
+        s.steps.push_back(collectives::recv_reduce(peer, buf, buf, n));
       }
-      if (a.op == coralAvg) s.steps.push_back(sched::scale(buf, n));
+      if (a.op == coralAvg) s.steps.push_back(collectives::scale(buf, n));
     }
     if (r < 2 * g.rem) {
-      if (nr >= 0) s.steps.push_back(sched::send(r - 1, buf, n));
-      else s.steps.push_back(sched::recv(r + 1, buf, n));
+      if (nr >= 0) s.steps.push_back(collectives::send(r - 1, buf, n));
+      else s.steps.push_back(collectives::recv(r + 1, buf, n));
     }
   }
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

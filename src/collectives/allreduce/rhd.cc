@@ -7,7 +7,7 @@
 #include "collectives/builders.h"
 #include "collectives/patterns/recursive.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule allreduce_rhd(const CollArgs& a) {
   Schedule s{"rhd", a.nranks, a.rank, {}, a.count, a.count};
@@ -30,10 +30,10 @@ Schedule allreduce_rhd(const CollArgs& a) {
   if (g.pof2 == 1) copy_chunked(s, in, recv, a.count);
   halving_reduce_scatter(s, a, g, nr, gb, in, recv);
   if (a.op == coralAvg && a.nranks > 1 && gb.size[nr] > 0)
-    s.steps.push_back(sched::scale({Buf::Recv, gb.off[nr]}, gb.size[nr]));
+    s.steps.push_back(collectives::scale({Buf::Recv, gb.off[nr]}, gb.size[nr]));
   doubling_allgather(s, a, g, nr, gb, recv);
   if (folded) exchange(s, a, r - 1, recv, a.count, true, {}, {}, 0, false);
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

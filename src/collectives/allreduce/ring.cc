@@ -3,7 +3,7 @@
 // Wins for large messages; its 2(P-1) latency terms make it slow for small ones.
 #include "collectives/builders.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule allreduce_ring(const CollArgs& a) {
   Schedule s{"ring", a.nranks, a.rank, {}, a.count, a.count};
@@ -18,4 +18,4 @@ Schedule allreduce_ring(const CollArgs& a) {
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -14,7 +14,7 @@
 #include "collectives/builders.h"
 #include "collectives/patterns/dbtree.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 namespace {
 
@@ -27,21 +27,21 @@ void up(Schedule& s, const Half& h, size_t lo, size_t n, bool avg) {
   const Ref mine{Buf::Send, h.off + lo}, acc{Buf::Recv, h.off + lo};
   Ref have = mine;
   for (int c : h.node.children) {
-    s.steps.push_back(sched::recv_reduce(c, have, acc, n));
+    s.steps.push_back(collectives::recv_reduce(c, have, acc, n));
     have = acc;
   }
   if (h.node.parent >= 0) {
-    s.steps.push_back(sched::send(h.node.parent, have, n));
+    s.steps.push_back(collectives::send(h.node.parent, have, n));
   } else {
-    if (h.node.children.empty()) s.steps.push_back(sched::copy(mine, acc, n));
-    if (avg) s.steps.push_back(sched::scale(acc, n));
+    if (h.node.children.empty()) s.steps.push_back(collectives::copy(mine, acc, n));
+    if (avg) s.steps.push_back(collectives::scale(acc, n));
   }
 }
 
 void down(Schedule& s, const Half& h, size_t lo, size_t n) {
   const Ref acc{Buf::Recv, h.off + lo};
-  if (h.node.parent >= 0) s.steps.push_back(sched::recv(h.node.parent, acc, n));
-  for (int c : h.node.children) s.steps.push_back(sched::send(c, acc, n, true));
+  if (h.node.parent >= 0) s.steps.push_back(collectives::recv(h.node.parent, acc, n));
+  for (int c : h.node.children) s.steps.push_back(collectives::send(c, acc, n, true));
 }
 
 }  // namespace
@@ -74,4 +74,4 @@ Schedule allreduce_tree(const CollArgs& a) {
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -5,7 +5,7 @@
 // equally close (one host's shared memory), above all when ranks outnumber cores.
 #include "collectives/builders.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule allreduce_twoshot(const CollArgs& a) {
   const int p = a.nranks, r = a.rank;
@@ -20,20 +20,20 @@ Schedule allreduce_twoshot(const CollArgs& a) {
   for (size_t lo = 0; lo < blk.size[0]; lo += a.chunk) {  // block 0 is the largest
     for (int k = 1; k < p; ++k) {
       int to = (r + k) % p;
-      if (size_t n = piece(to, lo)) s.steps.push_back(sched::send(to, {Buf::Send, blk.off[to] + lo}, n));
+      if (size_t n = piece(to, lo)) s.steps.push_back(collectives::send(to, {Buf::Send, blk.off[to] + lo}, n));
     }
     if (size_t n = piece(r, lo)) {
       const Ref mine{Buf::Send, blk.off[r] + lo}, acc{Buf::Recv, blk.off[r] + lo};
       fold_in_rank_order(s, p, r, mine, acc, {Buf::Scratch, 0}, n);
-      if (a.op == coralAvg) s.steps.push_back(sched::scale(acc, n));
-      for (int k = 1; k < p; ++k) s.steps.push_back(sched::send((r + k) % p, acc, n, true));
+      if (a.op == coralAvg) s.steps.push_back(collectives::scale(acc, n));
+      for (int k = 1; k < p; ++k) s.steps.push_back(collectives::send((r + k) % p, acc, n, true));
     }
     for (int k = 1; k < p; ++k) {
       int from = (r - k + p) % p;
-      if (size_t n = piece(from, lo)) s.steps.push_back(sched::recv(from, {Buf::Recv, blk.off[from] + lo}, n));
+      if (size_t n = piece(from, lo)) s.steps.push_back(collectives::recv(from, {Buf::Recv, blk.off[from] + lo}, n));
     }
   }
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -5,7 +5,7 @@
 #include "collectives/builders.h"
 #include "collectives/patterns/binomial.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule broadcast_tree(const CollArgs& a) {
   const int p = a.nranks, r = a.rank;
@@ -16,10 +16,10 @@ Schedule broadcast_tree(const CollArgs& a) {
   for (size_t lo = 0; lo < a.count; lo += a.chunk) {
     const size_t n = std::min(a.chunk, a.count - lo);
     const Ref from{root ? Buf::Send : Buf::Recv, lo};
-    if (!root) s.steps.push_back(sched::recv(t.parent, {Buf::Recv, lo}, n));
-    for (int c : t.children) s.steps.push_back(sched::send(c, from, n, true));
+    if (!root) s.steps.push_back(collectives::recv(t.parent, {Buf::Recv, lo}, n));
+    for (int c : t.children) s.steps.push_back(collectives::send(c, from, n, true));
   }
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

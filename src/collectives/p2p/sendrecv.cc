@@ -1,6 +1,6 @@
 #include "collectives/builders.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 // Point-to-point send or receive, chunked; an empty message still travels so counts match.
 Schedule sendrecv_p2p(const CollArgs& a) {
@@ -9,11 +9,11 @@ Schedule sendrecv_p2p(const CollArgs& a) {
   size_t lo = 0;
   do {
     const size_t n = std::min(a.chunk, a.count - lo);
-    if (send) s.steps.push_back(sched::send(a.root, {Buf::Send, lo}, n, true));
-    else s.steps.push_back(sched::recv(a.root, {Buf::Recv, lo}, n));
+    if (send) s.steps.push_back(collectives::send(a.root, {Buf::Send, lo}, n, true));
+    else s.steps.push_back(collectives::recv(a.root, {Buf::Recv, lo}, n));
     lo += n;
   } while (lo < a.count);
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

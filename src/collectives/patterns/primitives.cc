@@ -7,7 +7,7 @@
 #include "collectives/builders.h"
 #include "collectives/patterns/ring.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Blocks Blocks::even(size_t n, int p) {
   Blocks b;
@@ -51,13 +51,13 @@ void ring_reduce_scatter(Schedule& s, const CollArgs& a, const Blocks& in, Ref o
       if (n == 0) continue;
       Ref src{Buf::Send, in.off[blk] + lo};
       if (st == 0) {
-        s.steps.push_back(sched::send(next, src, n));
+        s.steps.push_back(collectives::send(next, src, n));
       } else if (st < p - 1) {
-        s.steps.push_back(sched::recv_reduce_send(prev, next, src, n));
+        s.steps.push_back(collectives::recv_reduce_send(prev, next, src, n));
       } else {
         Ref dst{out_mine.buf, out_mine.off + lo};
-        s.steps.push_back(sched::recv_reduce(prev, src, dst, n));
-        if (scale) s.steps.push_back(sched::scale(dst, n));
+        s.steps.push_back(collectives::recv_reduce(prev, src, dst, n));
+        if (scale) s.steps.push_back(collectives::scale(dst, n));
       }
     }
   }
@@ -74,9 +74,9 @@ void ring_allgather(Schedule& s, const CollArgs& a, const Blocks& blocks) {
       size_t n = piece(blocks, blk, k, a.chunk);
       if (n == 0) continue;
       Ref ref{Buf::Recv, blocks.off[blk] + lo};
-      if (st == 0) s.steps.push_back(sched::send(next, ref, n, true));
-      else if (st < p - 1) s.steps.push_back(sched::recv_copy_send(prev, next, ref, n));
-      else s.steps.push_back(sched::recv(prev, ref, n));
+      if (st == 0) s.steps.push_back(collectives::send(next, ref, n, true));
+      else if (st < p - 1) s.steps.push_back(collectives::recv_copy_send(prev, next, ref, n));
+      else s.steps.push_back(collectives::recv(prev, ref, n));
     }
   }
 }
@@ -87,20 +87,20 @@ void fold_in_rank_order(Schedule& s, int p, int r, Ref mine, Ref acc, Ref scratc
   int q = 2;
   if (r <= 1) {
     // x_0 (op) x_1 in one pass straight into acc (the kernel's operands commute exactly).
-    s.steps.push_back(sched::recv_reduce(1 - r, mine, acc, n));
+    s.steps.push_back(collectives::recv_reduce(1 - r, mine, acc, n));
   } else {
     // Ranks before us are folded in scratch: acc may alias our input, needed at our turn.
-    s.steps.push_back(sched::recv(0, scratch, n));
-    for (q = 1; q < r; ++q) s.steps.push_back(sched::recv_reduce(q, scratch, scratch, n));
-    s.steps.push_back(sched::reduce(scratch, mine, acc, n));
+    s.steps.push_back(collectives::recv(0, scratch, n));
+    for (q = 1; q < r; ++q) s.steps.push_back(collectives::recv_reduce(q, scratch, scratch, n));
+    s.steps.push_back(collectives::reduce(scratch, mine, acc, n));
     q = r + 1;
   }
-  for (; q < p; ++q) s.steps.push_back(sched::recv_reduce(q, acc, acc, n));
+  for (; q < p; ++q) s.steps.push_back(collectives::recv_reduce(q, acc, acc, n));
   for (size_t i = first; i < s.steps.size(); ++i) s.steps[i].posted = posted && s.steps[i].peer >= 0;
 }
 
 void copy_chunked(Schedule& s, Ref src, Ref dst, size_t count) {
-  if (count > 0) s.steps.push_back(sched::copy(src, dst, count));
+  if (count > 0) s.steps.push_back(collectives::copy(src, dst, count));
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -1,6 +1,6 @@
 #include "collectives/patterns/recursive.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Span blocks_span(const Blocks& b, int lo, int hi) {
   size_t off = b.off[lo];
@@ -12,11 +12,11 @@ static Ref at(Ref r, size_t d) { return {r.buf, r.off + d}; }
 void exchange(Schedule& s, const CollArgs& a, int peer, Ref send, size_t nsend, bool stable, Ref recv_src,
               Ref dst, size_t nrecv, bool reduce) {
   for (size_t lo = 0; lo < std::max(nsend, nrecv); lo += a.chunk) {
-    if (lo < nsend) s.steps.push_back(sched::send(peer, at(send, lo), std::min(a.chunk, nsend - lo), stable));
+    if (lo < nsend) s.steps.push_back(collectives::send(peer, at(send, lo), std::min(a.chunk, nsend - lo), stable));
     if (lo < nrecv) {
       size_t n = std::min(a.chunk, nrecv - lo);
-      if (reduce) s.steps.push_back(sched::recv_reduce(peer, at(recv_src, lo), at(dst, lo), n));
-      else s.steps.push_back(sched::recv(peer, at(dst, lo), n));
+      if (reduce) s.steps.push_back(collectives::recv_reduce(peer, at(recv_src, lo), at(dst, lo), n));
+      else s.steps.push_back(collectives::recv(peer, at(dst, lo), n));
     }
   }
 }
@@ -57,4 +57,4 @@ Blocks group_blocks(const patterns::FoldedGroup& g, const Blocks& per_rank) {
   return gb;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -5,7 +5,7 @@
 #include "collectives/builders.h"
 #include "collectives/patterns/ring.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 // Elements [off of block lo, end of block hi-1).
 struct Span {
@@ -31,4 +31,4 @@ void doubling_allgather(Schedule& s, const CollArgs& a, const patterns::FoldedGr
 // ranks it stands for (2nr and 2nr+1 for folded pairs), which are adjacent.
 Blocks group_blocks(const patterns::FoldedGroup& g, const Blocks& per_rank);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -2,7 +2,7 @@
 // Each rank sends S once; latency P-1 hops plus the pipeline fill.
 #include "collectives/builders.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule reduce_chain(const CollArgs& a) {
   const int p = a.nranks, r = a.rank;
@@ -16,15 +16,15 @@ Schedule reduce_chain(const CollArgs& a) {
     const size_t n = std::min(a.chunk, a.count - lo);
     Ref src{Buf::Send, lo};
     if (pos == 0) {
-      s.steps.push_back(sched::send(next, src, n));
+      s.steps.push_back(collectives::send(next, src, n));
     } else if (pos < p - 1) {
-      s.steps.push_back(sched::recv_reduce_send(prev, next, src, n));
+      s.steps.push_back(collectives::recv_reduce_send(prev, next, src, n));
     } else {
-      s.steps.push_back(sched::recv_reduce(prev, src, {Buf::Recv, lo}, n));
-      if (a.op == coralAvg) s.steps.push_back(sched::scale({Buf::Recv, lo}, n));
+      s.steps.push_back(collectives::recv_reduce(prev, src, {Buf::Recv, lo}, n));
+      if (a.op == coralAvg) s.steps.push_back(collectives::scale({Buf::Recv, lo}, n));
     }
   }
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -5,7 +5,7 @@
 #include "collectives/builders.h"
 #include "collectives/patterns/binomial.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule reduce_tree(const CollArgs& a) {
   const int p = a.nranks, r = a.rank;
@@ -18,17 +18,17 @@ Schedule reduce_tree(const CollArgs& a) {
     const size_t n = std::min(a.chunk, a.count - lo);
     Ref have{Buf::Send, lo};
     for (auto c = t.children.rbegin(); c != t.children.rend(); ++c) {
-      s.steps.push_back(sched::recv_reduce(*c, have, {acc, lo}, n));
+      s.steps.push_back(collectives::recv_reduce(*c, have, {acc, lo}, n));
       have = {acc, lo};
     }
     if (root) {
       if (!inner) copy_chunked(s, have, {Buf::Recv, lo}, n);
-      if (a.op == coralAvg && p > 1) s.steps.push_back(sched::scale({Buf::Recv, lo}, n));
+      if (a.op == coralAvg && p > 1) s.steps.push_back(collectives::scale({Buf::Recv, lo}, n));
     } else {
-      s.steps.push_back(sched::send(t.parent, have, n, !inner));
+      s.steps.push_back(collectives::send(t.parent, have, n, !inner));
     }
   }
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -6,7 +6,7 @@
 #include "collectives/builders.h"
 #include "collectives/patterns/recursive.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule reduce_scatter_rhd(const CollArgs& a) {
   const int p = a.nranks, r = a.rank;
@@ -34,10 +34,10 @@ Schedule reduce_scatter_rhd(const CollArgs& a) {
   const Blocks gb = group_blocks(g, per_rank);
   halving_reduce_scatter(s, a, g, nr, gb, in, work);
   // Group block nr holds our block, and the folded partner's before it.
-  if (a.op == coralAvg && gb.size[nr]) s.steps.push_back(sched::scale({Buf::Scratch, gb.off[nr]}, gb.size[nr]));
+  if (a.op == coralAvg && gb.size[nr]) s.steps.push_back(collectives::scale({Buf::Scratch, gb.off[nr]}, gb.size[nr]));
   if (folded) exchange(s, a, r - 1, {Buf::Scratch, per_rank.off[r - 1]}, rc, true, {}, {}, 0, false);
   copy_chunked(s, {Buf::Scratch, per_rank.off[r]}, recv, rc);
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -2,7 +2,7 @@
 // with block r (recvcount elements) reduced over all ranks.
 #include "collectives/builders.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Schedule reduce_scatter_ring(const CollArgs& a) {
   Schedule s{"ring", a.nranks, a.rank, {}, a.count * a.nranks, a.count};
@@ -15,4 +15,4 @@ Schedule reduce_scatter_ring(const CollArgs& a) {
   return s;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace coral::sched {
+namespace coral::collectives {
 namespace {
 
 // The link a hop at this distance takes when every rank makes such a hop at once.
@@ -57,4 +57,4 @@ double cost_hier(const ClusterModel& m, double s) {
   return inside + across;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -5,7 +5,7 @@
 #pragma once
 #include <cstddef>
 
-namespace coral::sched {
+namespace coral::collectives {
 
 struct LinkModel {
   double alpha;  // seconds per message
@@ -25,4 +25,4 @@ double cost_rd(const ClusterModel& m, double bytes);
 double cost_rhd(const ClusterModel& m, double bytes);
 double cost_hier(const ClusterModel& m, double bytes);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "kernels/reduce.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 namespace {
 
 [[noreturn]] void bad(const std::string& text, const std::string& what) {
@@ -104,4 +104,4 @@ size_t message_bytes(const CollArgs& a) {
   return a.coll == Coll::ReduceScatter || a.coll == Coll::AllGather ? b * static_cast<size_t>(a.nranks) : b;
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -9,7 +9,7 @@
 
 #include "collectives/registry.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 struct SizeRule {
   Coll coll;
@@ -32,4 +32,4 @@ std::string format_overrides(const Overrides& o);
 // Bytes the size ranges compare against (nccl-tests' "size": the whole buffer for RS and AG).
 size_t message_bytes(const CollArgs& a);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -9,7 +9,7 @@
 
 #include "kernels/reduce.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 namespace {
 
 // The one-host rows (default_rows). The latency path stays in code ahead of them: small_bytes is a
@@ -143,4 +143,4 @@ size_t select_chunk(const CollArgs& a, Algo algo, const TuneParams& t, size_t ma
   return std::min(c, max_bytes);
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -10,7 +10,7 @@
 #include "collectives/tuner/cost.h"
 #include "collectives/tuner/override.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 struct TuneParams {
   Algo forced = Algo::Auto;  // CORAL_ALGO as one name
@@ -61,4 +61,4 @@ std::vector<std::pair<double, Algo>> priced_allreduce(const CollArgs& a, const T
 constexpr size_t kMinChunk = 16 << 10;
 size_t select_chunk(const CollArgs& a, Algo algo, const TuneParams& t, size_t max_bytes);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

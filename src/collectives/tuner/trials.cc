@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "kernels/reduce.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 namespace {
 
@@ -114,4 +114,4 @@ std::string as_overrides(const Trials& trials) {
   return format_rules(rules);
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -27,7 +27,7 @@
 
 #include "collectives/tuner/select.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 // The algorithms worth timing for this call, select_algo's pick first; empty where the pick
 // stands (trials off, a user's override, a latency-bound size, or no rival worth a call).
@@ -79,4 +79,4 @@ using Trials = std::map<std::pair<int, int>, Trial>;
 // later run can fix what trials found without running them; empty when none is decided.
 std::string as_overrides(const Trials& trials);
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

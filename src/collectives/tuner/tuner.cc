@@ -5,7 +5,7 @@
 #include "base/log.h"
 #include "kernels/reduce.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 Trial* Tuner::trial_for(const CollArgs& a) {
   if (!p_.trials) return nullptr;
@@ -64,4 +64,4 @@ bool Tuner::tuning(const CollArgs& a) const {
   return it == trials_.end() || !it->second.decided();
 }
 
-}  // namespace coral::sched
+}  // namespace coral::collectives

@@ -9,7 +9,7 @@
 #include "collectives/tuner/select.h"
 #include "collectives/tuner/trials.h"
 
-namespace coral::sched {
+namespace coral::collectives {
 
 struct Decision {
   Algo algo = Algo::Auto;
@@ -43,7 +43,7 @@ class Tuner {
   // True while calls of this shape still run trials: every rank answers the same after the
   // same calls.
   bool tuning(const CollArgs& a) const;
-  // The settled picks as a CORAL_ALGO value (sched::as_overrides).
+  // The settled picks as a CORAL_ALGO value (collectives::as_overrides).
   std::string overrides() const { return as_overrides(trials_); }
 
  private:
@@ -54,4 +54,4 @@ class Tuner {
   Trials trials_;  // per (collective, trial_bucket): running or settled
 };
 
-}  // namespace coral::sched
+}  // namespace coral::collectives
