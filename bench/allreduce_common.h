@@ -28,8 +28,8 @@ static int bench_iters(double seconds_per_call) {
 
 static void bench_print(const char* lib, int p, size_t bytes, double seconds) {
   double algbw = bytes / seconds / 1e9;
-  printf("%s P=%d bytes=%zu time_us=%.3f algbw=%.4f busbw=%.4f\n", lib, p, bytes, seconds * 1e6,
-         algbw, algbw * 2.0 * (p - 1) / p);
+  printf("%s P=%d bytes=%zu time_us=%.3f algbw=%.4f busbw=%.4f\n", lib, p, bytes, seconds * 1e6, algbw,
+         algbw * 2.0 * (p - 1) / p);
   fflush(stdout);
 }
 

@@ -4,14 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    coralResult_t rc_ = (call);                                                       \
-    if (rc_ != coralSuccess) {                                                        \
-      fprintf(stderr, "%s failed: %s (%s)\n", #call, coralGetErrorString(rc_),        \
-              coralGetLastError(NULL));                                               \
-      return 1;                                                                       \
-    }                                                                                 \
+#define CHECK(call)                                                                                      \
+  do {                                                                                                   \
+    coralResult_t rc_ = (call);                                                                          \
+    if (rc_ != coralSuccess) {                                                                           \
+      fprintf(stderr, "%s failed: %s (%s)\n", #call, coralGetErrorString(rc_), coralGetLastError(NULL)); \
+      return 1;                                                                                          \
+    }                                                                                                    \
   } while (0)
 
 int main(void) {
@@ -26,8 +25,8 @@ int main(void) {
   CHECK(coralAllReduce(buf, buf, COUNT, coralFloat32, coralSum, comm, NULL));
   int wrong = 0;
   for (int i = 0; i < COUNT; i++) wrong += buf[i] != (float)(n * (n + 1) / 2);
-  printf("rank %d of %d: all-reduce of %d floats %s (value %.0f)\n", rank, n, COUNT,
-         wrong ? "WRONG" : "correct", buf[0]);
+  printf("rank %d of %d: all-reduce of %d floats %s (value %.0f)\n", rank, n, COUNT, wrong ? "WRONG" : "correct",
+         buf[0]);
   free(buf);
   CHECK(coralCommDestroy(comm));
   return wrong != 0;

@@ -17,10 +17,18 @@ enum class Coll { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
 
 inline size_t size_of(coralDataType_t t) {
   switch (t) {
-    case coralInt8: case coralUint8: return 1;
-    case coralFloat16: case coralBfloat16: return 2;
-    case coralInt32: case coralUint32: case coralFloat32: return 4;
-    default: return 8;
+    case coralInt8:
+    case coralUint8:
+      return 1;
+    case coralFloat16:
+    case coralBfloat16:
+      return 2;
+    case coralInt32:
+    case coralUint32:
+    case coralFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
@@ -34,8 +42,8 @@ inline int64_t value(int rank, size_t index, coralRedOp_t op) {
 // then divide, halves computed in float and rounded once).
 struct Val {
   coralDataType_t t;
-  int64_t i = 0;   // integers, kept wrapped to the type
-  double f = 0;    // floating types
+  int64_t i = 0;  // integers, kept wrapped to the type
+  double f = 0;   // floating types
 
   bool is_float() const { return t == coralFloat16 || t == coralBfloat16 || t == coralFloat32 || t == coralFloat64; }
   static Val of(coralDataType_t t, int64_t v) {
@@ -47,53 +55,102 @@ struct Val {
   }
   void wrap() {
     switch (t) {
-      case coralInt8: i = static_cast<int8_t>(i); break;
-      case coralUint8: i = static_cast<uint8_t>(i); break;
-      case coralInt32: i = static_cast<int32_t>(i); break;
-      case coralUint32: i = static_cast<uint32_t>(i); break;
-      default: break;
+      case coralInt8:
+        i = static_cast<int8_t>(i);
+        break;
+      case coralUint8:
+        i = static_cast<uint8_t>(i);
+        break;
+      case coralInt32:
+        i = static_cast<int32_t>(i);
+        break;
+      case coralUint32:
+        i = static_cast<uint32_t>(i);
+        break;
+      default:
+        break;
     }
   }
   bool is_unsigned() const { return t == coralUint8 || t == coralUint32 || t == coralUint64; }
   Val combine(const Val& o, coralRedOp_t op) const {
     Val r = *this;
     if (is_float()) {
-      if (op == coralProd) r.f = f * o.f;
-      else if (op == coralMax) r.f = f > o.f ? f : o.f;
-      else if (op == coralMin) r.f = f < o.f ? f : o.f;
-      else r.f = f + o.f;
+      if (op == coralProd)
+        r.f = f * o.f;
+      else if (op == coralMax)
+        r.f = f > o.f ? f : o.f;
+      else if (op == coralMin)
+        r.f = f < o.f ? f : o.f;
+      else
+        r.f = f + o.f;
       return r;
     }
     uint64_t a = static_cast<uint64_t>(i), b = static_cast<uint64_t>(o.i);
     bool less = is_unsigned() ? a < b : i < o.i;
-    if (op == coralProd) r.i = static_cast<int64_t>(a * b);
-    else if (op == coralMax) r.i = less ? o.i : i;
-    else if (op == coralMin) r.i = less ? i : o.i;
-    else r.i = static_cast<int64_t>(a + b);
+    if (op == coralProd)
+      r.i = static_cast<int64_t>(a * b);
+    else if (op == coralMax)
+      r.i = less ? o.i : i;
+    else if (op == coralMin)
+      r.i = less ? i : o.i;
+    else
+      r.i = static_cast<int64_t>(a + b);
     r.wrap();
     return r;
   }
   void average(int p) {
     if (!is_float()) {
-      if (is_unsigned()) i = static_cast<int64_t>(static_cast<uint64_t>(i) / static_cast<uint64_t>(p));
-      else i = i / p;
+      if (is_unsigned())
+        i = static_cast<int64_t>(static_cast<uint64_t>(i) / static_cast<uint64_t>(p));
+      else
+        i = i / p;
       return;
     }
-    if (t == coralFloat64) f = f / p;
-    else if (t == coralFloat32) f = static_cast<float>(f) / static_cast<float>(p);
-    else if (t == coralFloat16) f = coral::kernels::half_to_float(coral::kernels::float_to_half(static_cast<float>(f) / p));
-    else f = coral::kernels::bf16_to_float(coral::kernels::float_to_bf16(static_cast<float>(f) / p));
+    if (t == coralFloat64)
+      f = f / p;
+    else if (t == coralFloat32)
+      f = static_cast<float>(f) / static_cast<float>(p);
+    else if (t == coralFloat16)
+      f = coral::kernels::half_to_float(coral::kernels::float_to_half(static_cast<float>(f) / p));
+    else
+      f = coral::kernels::bf16_to_float(coral::kernels::float_to_bf16(static_cast<float>(f) / p));
   }
   void store(void* p) const {
     using namespace coral::kernels;
     switch (t) {
-      case coralInt8: case coralUint8: { uint8_t v = static_cast<uint8_t>(i); std::memcpy(p, &v, 1); break; }
-      case coralInt32: case coralUint32: { uint32_t v = static_cast<uint32_t>(i); std::memcpy(p, &v, 4); break; }
-      case coralInt64: case coralUint64: std::memcpy(p, &i, 8); break;
-      case coralFloat16: { uint16_t v = float_to_half(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
-      case coralBfloat16: { uint16_t v = float_to_bf16(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
-      case coralFloat32: { float v = static_cast<float>(f); std::memcpy(p, &v, 4); break; }
-      default: std::memcpy(p, &f, 8);
+      case coralInt8:
+      case coralUint8: {
+        uint8_t v = static_cast<uint8_t>(i);
+        std::memcpy(p, &v, 1);
+        break;
+      }
+      case coralInt32:
+      case coralUint32: {
+        uint32_t v = static_cast<uint32_t>(i);
+        std::memcpy(p, &v, 4);
+        break;
+      }
+      case coralInt64:
+      case coralUint64:
+        std::memcpy(p, &i, 8);
+        break;
+      case coralFloat16: {
+        uint16_t v = float_to_half(static_cast<float>(f));
+        std::memcpy(p, &v, 2);
+        break;
+      }
+      case coralBfloat16: {
+        uint16_t v = float_to_bf16(static_cast<float>(f));
+        std::memcpy(p, &v, 2);
+        break;
+      }
+      case coralFloat32: {
+        float v = static_cast<float>(f);
+        std::memcpy(p, &v, 4);
+        break;
+      }
+      default:
+        std::memcpy(p, &f, 8);
     }
   }
 };
@@ -101,8 +158,7 @@ struct Val {
 constexpr size_t kPeriod = 110;
 
 // buf <- rank's inputs for elements [first, first + n) of the global index space; seed shifts it.
-inline void fill(std::vector<uint8_t>& buf, int rank, size_t n, coralDataType_t t, coralRedOp_t op,
-                 size_t seed = 0) {
+inline void fill(std::vector<uint8_t>& buf, int rank, size_t n, coralDataType_t t, coralRedOp_t op, size_t seed = 0) {
   const size_t es = size_of(t);
   buf.resize(n * es);
   uint8_t pattern[kPeriod * 8];
@@ -126,24 +182,33 @@ inline std::vector<uint8_t> reduced_table(int p, coralDataType_t t, coralRedOp_t
 // Number of wrong elements in rank's result. n is the per-call count argument (AR/bcast/reduce:
 // count; RS: recvcount; AG: sendcount); got is the recv buffer. Inputs came from fill(..., seed)
 // with op (AG and broadcast inputs use coralSum's values).
-inline size_t count_wrong(Coll coll, int rank, int p, coralDataType_t t, coralRedOp_t op, int root,
-                          size_t n, const void* got, size_t seed = 0) {
+inline size_t count_wrong(Coll coll, int rank, int p, coralDataType_t t, coralRedOp_t op, int root, size_t n,
+                          const void* got, size_t seed = 0) {
   const size_t es = size_of(t);
   const bool gather = coll == Coll::AllGather;
   const size_t recv_n = gather ? n * p : n;
   if (coll == Coll::Reduce && rank != root) return 0;
   std::vector<uint8_t> tab;
-  if (coll == Coll::AllReduce || coll == Coll::Reduce || coll == Coll::ReduceScatter) tab = reduced_table(p, t, op, seed);
+  if (coll == Coll::AllReduce || coll == Coll::Reduce || coll == Coll::ReduceScatter)
+    tab = reduced_table(p, t, op, seed);
   size_t wrong = 0;
   uint8_t want[8];
   const auto* g = static_cast<const uint8_t*>(got);
   for (size_t j = 0; j < recv_n; ++j) {
     switch (coll) {
       case Coll::AllReduce:
-      case Coll::Reduce: std::memcpy(want, &tab[(j % kPeriod) * es], es); break;
-      case Coll::ReduceScatter: std::memcpy(want, &tab[((rank * n + j) % kPeriod) * es], es); break;
-      case Coll::AllGather: Val::of(t, value(static_cast<int>(j / n), j % n + seed, coralSum)).store(want); break;
-      case Coll::Broadcast: Val::of(t, value(root, j + seed, coralSum)).store(want); break;
+      case Coll::Reduce:
+        std::memcpy(want, &tab[(j % kPeriod) * es], es);
+        break;
+      case Coll::ReduceScatter:
+        std::memcpy(want, &tab[((rank * n + j) % kPeriod) * es], es);
+        break;
+      case Coll::AllGather:
+        Val::of(t, value(static_cast<int>(j / n), j % n + seed, coralSum)).store(want);
+        break;
+      case Coll::Broadcast:
+        Val::of(t, value(root, j + seed, coralSum)).store(want);
+        break;
     }
     wrong += std::memcmp(want, g + j * es, es) != 0;
   }

@@ -8,10 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -67,11 +67,16 @@ std::string transport_of(int peer) {
 
 coralResult_t run_coll(const Options& o, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op) {
   switch (o.coll) {
-    case exact::Coll::AllReduce: return coralAllReduce(s, r, n, t, op, g_comm, g_stream);
-    case exact::Coll::ReduceScatter: return coralReduceScatter(s, r, n, t, op, g_comm, g_stream);
-    case exact::Coll::AllGather: return coralAllGather(s, r, n, t, g_comm, g_stream);
-    case exact::Coll::Broadcast: return coralBroadcast(s, r, n, t, o.root, g_comm, g_stream);
-    case exact::Coll::Reduce: return coralReduce(s, r, n, t, op, o.root, g_comm, g_stream);
+    case exact::Coll::AllReduce:
+      return coralAllReduce(s, r, n, t, op, g_comm, g_stream);
+    case exact::Coll::ReduceScatter:
+      return coralReduceScatter(s, r, n, t, op, g_comm, g_stream);
+    case exact::Coll::AllGather:
+      return coralAllGather(s, r, n, t, g_comm, g_stream);
+    case exact::Coll::Broadcast:
+      return coralBroadcast(s, r, n, t, o.root, g_comm, g_stream);
+    case exact::Coll::Reduce:
+      return coralReduce(s, r, n, t, op, o.root, g_comm, g_stream);
   }
   return coralInternalError;
 }
@@ -79,9 +84,13 @@ coralResult_t run_coll(const Options& o, const void* s, void* r, size_t n, coral
 // Combines one value over ranks as -a asks: rank 0's, the mean, the min or the max.
 double aggregate(const Options& o, double v, int nranks) {
   double out = v;
-  if (o.average == 0) check(coralBroadcast(&v, &out, 1, coralFloat64, 0, g_comm, nullptr), "broadcast");
-  else if (o.average == 1) check(coralAllReduce(&v, &out, 1, coralFloat64, coralSum, g_comm, nullptr), "allreduce"), out /= nranks;
-  else check(coralAllReduce(&v, &out, 1, coralFloat64, o.average == 2 ? coralMin : coralMax, g_comm, nullptr), "allreduce");
+  if (o.average == 0)
+    check(coralBroadcast(&v, &out, 1, coralFloat64, 0, g_comm, nullptr), "broadcast");
+  else if (o.average == 1)
+    check(coralAllReduce(&v, &out, 1, coralFloat64, coralSum, g_comm, nullptr), "allreduce"), out /= nranks;
+  else
+    check(coralAllReduce(&v, &out, 1, coralFloat64, o.average == 2 ? coralMin : coralMax, g_comm, nullptr),
+          "allreduce");
   return out;
 }
 
@@ -134,7 +143,8 @@ std::string links_summary(int rank, int nranks) {
     for (size_t i = 0; i < ranks.size();) {
       size_t j = i;
       while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-      out += j > i ? fmt::format("{}{}-{}", i ? "," : "", ranks[i], ranks[j]) : fmt::format("{}{}", i ? "," : "", ranks[i]);
+      out += j > i ? fmt::format("{}{}-{}", i ? "," : "", ranks[i], ranks[j])
+                   : fmt::format("{}{}", i ? "," : "", ranks[i]);
       i = j + 1;
     }
   }
@@ -171,8 +181,8 @@ void sync_stream() {
 }
 
 // Times iters calls and checks one fresh call. Returns the timing on this rank (wrong: local).
-Timing measure(const Options& o, Buffers& b, bool in_place, size_t n, coralDataType_t t, coralRedOp_t op,
-               int rank, int nranks, size_t seed) {
+Timing measure(const Options& o, Buffers& b, bool in_place, size_t n, coralDataType_t t, coralRedOp_t op, int rank,
+               int nranks, size_t seed) {
   const size_t es = exact::size_of(t);
   const bool rs = o.coll == exact::Coll::ReduceScatter, ag = o.coll == exact::Coll::AllGather;
   const size_t send_n = rs ? n * nranks : n, recv_n = ag ? n * nranks : n;

@@ -35,7 +35,7 @@ std::vector<coralDataType_t> parse_types(const std::string& v) {
     return all;
   }
   const std::pair<const char*, coralDataType_t> aliases[] = {
-      {"char", coralInt8}, {"int", coralInt32}, {"float32", coralFloat32}, {"fp32", coralFloat32},
+      {"char", coralInt8},       {"int", coralInt32},    {"float32", coralFloat32}, {"fp32", coralFloat32},
       {"float16", coralFloat16}, {"fp16", coralFloat16}, {"float64", coralFloat64}, {"bf16", coralBfloat16}};
   for (int t = 0; t < coralNumTypes; ++t)
     if (v == kTypes[t]) return {static_cast<coralDataType_t>(t)};
@@ -58,10 +58,13 @@ const char* op_name(coralRedOp_t op) { return kOps[op]; }
 
 double bus_factor(exact::Coll c, int p) {
   switch (c) {
-    case exact::Coll::AllReduce: return 2.0 * (p - 1) / p;
+    case exact::Coll::AllReduce:
+      return 2.0 * (p - 1) / p;
     case exact::Coll::ReduceScatter:
-    case exact::Coll::AllGather: return static_cast<double>(p - 1) / p;
-    default: return 1.0;
+    case exact::Coll::AllGather:
+      return static_cast<double>(p - 1) / p;
+    default:
+      return 1.0;
   }
 }
 
@@ -118,9 +121,11 @@ Options parse_options(int argc, char** argv) {
   if (o.average < 0 || o.average > 3) bad("-a must be 0, 1, 2 or 3");
   if (o.timeout_s < 0) bad("-T must not be negative");
   if (o.root < 0) bad("-r must not be negative");
-  const std::pair<const char*, exact::Coll> colls[] = {
-      {"allreduce", exact::Coll::AllReduce}, {"reducescatter", exact::Coll::ReduceScatter},
-      {"allgather", exact::Coll::AllGather}, {"broadcast", exact::Coll::Broadcast}, {"reduce", exact::Coll::Reduce}};
+  const std::pair<const char*, exact::Coll> colls[] = {{"allreduce", exact::Coll::AllReduce},
+                                                       {"reducescatter", exact::Coll::ReduceScatter},
+                                                       {"allgather", exact::Coll::AllGather},
+                                                       {"broadcast", exact::Coll::Broadcast},
+                                                       {"reduce", exact::Coll::Reduce}};
   bool found = false;
   for (auto& [name, c] : colls)
     if (coll == name) {

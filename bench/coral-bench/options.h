@@ -25,7 +25,7 @@ struct Options {
   exact::Coll coll = exact::Coll::AllReduce;
   std::string coll_name = "allreduce";
   std::string algo = "auto";
-  bool device = false;  // buffers in GPU memory, calls on a CUDA stream
+  bool device = false;        // buffers in GPU memory, calls on a CUDA stream
   bool inject_error = false;  // test hook: corrupt one element on rank 0 before checking
   std::vector<size_t> sizes() const;
 };

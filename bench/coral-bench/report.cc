@@ -1,9 +1,9 @@
 #include "bench/coral-bench/report.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace bench {
 
@@ -11,9 +11,12 @@ namespace {
 
 std::string time_str(double us) {
   char buf[32];
-  if (us >= 10000.0) std::snprintf(buf, sizeof buf, "%7.0f", us);
-  else if (us >= 100.0) std::snprintf(buf, sizeof buf, "%7.1f", us);
-  else std::snprintf(buf, sizeof buf, "%7.2f", us);
+  if (us >= 10000.0)
+    std::snprintf(buf, sizeof buf, "%7.0f", us);
+  else if (us >= 100.0)
+    std::snprintf(buf, sizeof buf, "%7.1f", us);
+  else
+    std::snprintf(buf, sizeof buf, "%7.2f", us);
   return buf;
 }
 
@@ -43,21 +46,25 @@ size_t total_wrong(const std::vector<Row>& rows) {
 
 void print_header(const Options& o, int nranks, const std::vector<std::string>& rank_lines, const Bound& b) {
   if (o.csv) {
-    std::printf("size,count,type,redop,root,oop_time_us,oop_algbw,oop_busbw,oop_wrong,ip_time_us,ip_algbw,"
-                "ip_busbw,ip_wrong,algo,chunk_bytes,bound_pct\n");
+    std::printf(
+        "size,count,type,redop,root,oop_time_us,oop_algbw,oop_busbw,oop_wrong,ip_time_us,ip_algbw,"
+        "ip_busbw,ip_wrong,algo,chunk_bytes,bound_pct\n");
     return;
   }
   std::printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: ", o.min_bytes, o.max_bytes);
-  if (o.factor > 1) std::printf("%g(factor)", o.factor);
-  else std::printf("%zu(bytes)", o.step_bytes);
+  if (o.factor > 1)
+    std::printf("%g(factor)", o.factor);
+  else
+    std::printf("%zu(bytes)", o.step_bytes);
   std::printf(" warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n", o.warmup, o.iters, o.check);
   std::printf("#\n# Using devices\n");
   for (const std::string& l : rank_lines) std::printf("%s\n", l.c_str());
-  std::printf("#\n# Collective: %s  Ranks: %d  Algorithm: %s  Buffers: %s\n", o.coll_name.c_str(), nranks, o.algo.c_str(),
-              o.device ? "GPU (stream-ordered)" : "host");
+  std::printf("#\n# Collective: %s  Ranks: %d  Algorithm: %s  Buffers: %s\n", o.coll_name.c_str(), nranks,
+              o.algo.c_str(), o.device ? "GPU (stream-ordered)" : "host");
   if (b.gbps > 0) std::printf("# Bound: %.3f GB/s (%s); %%bound = busbw / bound\n", b.gbps, b.what.c_str());
   std::printf("#\n");
-  std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "");
+  std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
+              "", "", "");
   std::printf("# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
   std::printf("  %7s  %6s  %6s %6s", "time", "algbw", "busbw", "#wrong");
   std::printf("  %7s  %6s  %6s %6s", "time", "algbw", "busbw", "#wrong");
@@ -70,9 +77,9 @@ void print_header(const Options& o, int nranks, const std::vector<std::string>& 
 
 void print_row(const Options& o, const Row& r) {
   if (o.csv) {
-    std::printf("%zu,%zu,%s,%s,%d,%.3f,%.4f,%.4f,%zu,%.3f,%.4f,%.4f,%zu,%s,%zu,%s\n", r.bytes, r.count,
-                r.type.c_str(), r.op.c_str(), r.root, r.oop.time_us, r.oop.algbw, r.oop.busbw, r.oop.wrong,
-                r.ip.time_us, r.ip.algbw, r.ip.busbw, r.ip.wrong, r.algo.c_str(), r.chunk_bytes,
+    std::printf("%zu,%zu,%s,%s,%d,%.3f,%.4f,%.4f,%zu,%.3f,%.4f,%.4f,%zu,%s,%zu,%s\n", r.bytes, r.count, r.type.c_str(),
+                r.op.c_str(), r.root, r.oop.time_us, r.oop.algbw, r.oop.busbw, r.oop.wrong, r.ip.time_us, r.ip.algbw,
+                r.ip.busbw, r.ip.wrong, r.algo.c_str(), r.chunk_bytes,
                 r.bound_pct < 0 ? "" : fmt::format("{:.1f}", r.bound_pct).c_str());
   } else {
     std::printf("%12zu  %12zu  %8s  %6s  %6d", r.bytes, r.count, r.type.c_str(), r.op.c_str(), r.root);
@@ -106,9 +113,15 @@ void write_json(const Options& o, int nranks, const Bound& b, const std::vector<
     auto t = [](const Timing& x) {
       return json{{"time_us", x.time_us}, {"algbw", x.algbw}, {"busbw", x.busbw}, {"wrong", x.wrong}};
     };
-    j["results"].push_back({{"size", r.bytes}, {"count", r.count}, {"type", r.type}, {"redop", r.op},
-                            {"root", r.root}, {"out_of_place", t(r.oop)}, {"in_place", t(r.ip)},
-                            {"algo", r.algo}, {"chunk_bytes", r.chunk_bytes},
+    j["results"].push_back({{"size", r.bytes},
+                            {"count", r.count},
+                            {"type", r.type},
+                            {"redop", r.op},
+                            {"root", r.root},
+                            {"out_of_place", t(r.oop)},
+                            {"in_place", t(r.ip)},
+                            {"algo", r.algo},
+                            {"chunk_bytes", r.chunk_bytes},
                             {"bound_pct", r.bound_pct < 0 ? json(nullptr) : json(r.bound_pct)}});
   }
   j["out_of_bounds"] = total_wrong(rows);

@@ -9,13 +9,13 @@
 #include "kernels/cuda/kernels.h"
 #include "kernels/reduce.h"
 
-#define CUDA_OK(call)                                                                             \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
+#define CUDA_OK(call)                                                                            \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return 1;                                                                                   \
-    }                                                                                             \
+      return 1;                                                                                  \
+    }                                                                                            \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
     const double ms = time_ms([&] { err |= coral::kernels::cuda::reduce(t, coralSum, r, nullptr); });
     CUDA_OK(static_cast<cudaError_t>(err));
     const double gbs = 3.0 * bytes / (ms * 1e-3) / 1e9;
-    std::printf("reduce sum %-15s %9.3f ms %8.1f GB/s = %5.1f%% of cudaMemcpy\n", coral::kernels::dtype_name(t), ms, gbs,
-                100.0 * gbs / copy_gbs);
+    std::printf("reduce sum %-15s %9.3f ms %8.1f GB/s = %5.1f%% of cudaMemcpy\n", coral::kernels::dtype_name(t), ms,
+                gbs, 100.0 * gbs / copy_gbs);
   }
   cudaFree(a);
   cudaFree(b);

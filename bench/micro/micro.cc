@@ -1,15 +1,15 @@
 // Microbenchmarks (Google Benchmark): reduction kernels per ISA x dtype x op against memcpy of
-// the same bytes, folds (multi-source reduction against the pairwise chain), schedule construction up to 4096 ranks, store round trips and communicator
-// bootstrap. Run: build/bench/coral-micro [--benchmark_filter=...]
+// the same bytes, folds (multi-source reduction against the pairwise chain), schedule construction up to 4096 ranks,
+// store round trips and communicator bootstrap. Run: build/bench/coral-micro [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <cstring>
 #include <thread>
 #include <vector>
 
-#include "collectives/registry.h"
 #include "bootstrap/mem_store.h"
 #include "bootstrap/tcp_store.h"
+#include "collectives/registry.h"
 #include "core/communicator.h"
 #include "kernels/reduce.h"
 
@@ -113,7 +113,8 @@ void BM_TcpStoreSetGet(benchmark::State& st) {
 void BM_TcpStoreConnect(benchmark::State& st) {
   auto secret = bootstrap::wire::random_secret();
   bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
-  for (auto _ : st) bootstrap::TcpStore client(net::resolve("127.0.0.1", server.port()), secret, std::chrono::seconds(5));
+  for (auto _ : st)
+    bootstrap::TcpStore client(net::resolve("127.0.0.1", server.port()), secret, std::chrono::seconds(5));
 }
 
 // Communicator bootstrap for P thread ranks over the in-memory store (segments, links, barrier).

@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   for (int j = 0; j < n; j++)
     if (j != rank) setsockopt(fd[j], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   double v = rank, t = 0;
-  for (int rep = 0; rep < 2; rep++) {  /* a warm-up, then the timed run */
+  for (int rep = 0; rep < 2; rep++) { /* a warm-up, then the timed run */
     const int iters = rep == 0 ? 1000 : 5000;
     double t0 = now();
     for (int it = 0; it < iters; it++)

@@ -26,8 +26,10 @@ namespace {
 template <class Algo, class T>
 void run(const std::shared_ptr<gloo::Context>& ctx, std::vector<T>& v, const gloo::ReductionFunction<T>* fn = nullptr) {
   std::vector<T*> ptrs{v.data()};
-  if (fn) Algo(ctx, ptrs, static_cast<int>(v.size()), fn).run();
-  else Algo(ctx, ptrs, static_cast<int>(v.size())).run();
+  if (fn)
+    Algo(ctx, ptrs, static_cast<int>(v.size()), fn).run();
+  else
+    Algo(ctx, ptrs, static_cast<int>(v.size())).run();
 }
 
 double max_over_ranks(const std::shared_ptr<gloo::Context>& ctx, double x) {
@@ -65,9 +67,12 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < count; ++i) buf[i] = static_cast<float>(rank + i % 7);
     };
     auto once = [&] {
-      if (algo == "ring") run<gloo::AllreduceRing<float>>(ctx, buf);
-      else if (algo == "ring_chunked") run<gloo::AllreduceRingChunked<float>>(ctx, buf);
-      else run<gloo::AllreduceHalvingDoubling<float>>(ctx, buf);
+      if (algo == "ring")
+        run<gloo::AllreduceRing<float>>(ctx, buf);
+      else if (algo == "ring_chunked")
+        run<gloo::AllreduceRingChunked<float>>(ctx, buf);
+      else
+        run<gloo::AllreduceHalvingDoubling<float>>(ctx, buf);
     };
     init();
     for (int w = 0; w < 3; ++w) once();

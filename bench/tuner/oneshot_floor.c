@@ -49,7 +49,7 @@ static double run(int p, int iters, int nf, int* cpus, int ncpu) {
     double t0 = 0;
     for (long k = 1; k <= warm + iters; k++) {
       if (k == warm + 1) t0 = now_us();
-      struct slot* mine_slot = &s[(k & 1) * p + r];  /* a slot is reused two calls later, when all have read it */
+      struct slot* mine_slot = &s[(k & 1) * p + r]; /* a slot is reused two calls later, when all have read it */
       memcpy(mine_slot->data, mine, nf * sizeof(float));
       atomic_store_explicit(&mine_slot->seq, k, memory_order_release);
       for (int q = 0; q < p; q++) {
@@ -59,7 +59,7 @@ static double run(int p, int iters, int nf, int* cpus, int ncpu) {
       }
     }
     if (r == 0) *result = (now_us() - t0) / iters;
-    _exit(nf > 1 && acc[1] != (float)p);  /* every peer's 1.0 counted once */
+    _exit(nf > 1 && acc[1] != (float)p); /* every peer's 1.0 counted once */
   }
   int st, bad = 0;
   while (wait(&st) > 0) bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;

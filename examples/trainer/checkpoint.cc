@@ -20,7 +20,9 @@ constexpr uint32_t kVersion = 1;
 class Writer {
  public:
   template <class V>
-  void put(const V& v) { raw(&v, sizeof v); }
+  void put(const V& v) {
+    raw(&v, sizeof v);
+  }
   template <class V>
   void vec(const std::vector<V>& v) {
     put<uint64_t>(v.size());
@@ -90,8 +92,8 @@ void save_checkpoint(const std::string& path, const Checkpoint<T>& c) {
   w.vec(c.params);
   w.vec(c.m);
   w.vec(c.v);
-  w.put<uint32_t>(static_cast<uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(w.buf.data()), static_cast<uInt>(w.buf.size()))));
+  w.put<uint32_t>(
+      static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(w.buf.data()), static_cast<uInt>(w.buf.size()))));
 
   std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -11,9 +11,9 @@ namespace trainer {
 
 template <class T>
 struct Checkpoint {
-  std::vector<int> dims;     // model widths
-  uint32_t optimizer = 0;    // OptimKind
-  int64_t global_step = 0;   // batches consumed
+  std::vector<int> dims;    // model widths
+  uint32_t optimizer = 0;   // OptimKind
+  int64_t global_step = 0;  // batches consumed
   int64_t optimizer_steps = 0;
   int64_t global_batch = 0;
   uint64_t seed = 0;

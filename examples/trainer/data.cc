@@ -46,8 +46,7 @@ std::string read_idx(const std::string& path, int ndims, std::vector<uint32_t>* 
   if (s.size() < header) fail(path, "too short for an IDX header");
   uint32_t magic = be32(s, 0);
   if (magic != (0x800u | static_cast<uint32_t>(ndims)))
-    fail(path, fmt::format("not an IDX file of unsigned bytes with {} dimensions (magic {:#010x})",
-                           ndims, magic));
+    fail(path, fmt::format("not an IDX file of unsigned bytes with {} dimensions (magic {:#010x})", ndims, magic));
   size_t total = 1;
   for (int d = 0; d < ndims; d++) {
     shape->push_back(be32(s, 4 + 4 * static_cast<size_t>(d)));
@@ -64,8 +63,7 @@ Dataset idx_pair(const std::string& dir, const std::string& prefix) {
   std::string lpath = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
   std::vector<uint32_t> ishape, lshape;
   std::string img = read_idx(ipath, 3, &ishape), lab = read_idx(lpath, 1, &lshape);
-  if (ishape[0] != lshape[0])
-    fail(lpath, fmt::format("{} labels for {} images in {}", lshape[0], ishape[0], ipath));
+  if (ishape[0] != lshape[0]) fail(lpath, fmt::format("{} labels for {} images in {}", lshape[0], ishape[0], ipath));
   if (ishape[1] == 0 || ishape[2] == 0 || ishape[1] * ishape[2] > (1u << 20))
     fail(ipath, fmt::format("implausible image size {}x{}", ishape[1], ishape[2]));
   Dataset d;
@@ -85,8 +83,7 @@ Dataset idx_pair(const std::string& dir, const std::string& prefix) {
 
 Data load_fashion_mnist(const std::string& dir) {
   Data data{"fashion-mnist", idx_pair(dir, "train"), idx_pair(dir, "t10k")};
-  if (data.train.dim != data.test.dim)
-    fail(dir, "training and test images differ in size");
+  if (data.train.dim != data.test.dim) fail(dir, "training and test images differ in size");
   return data;
 }
 
@@ -110,10 +107,15 @@ Data load_digits(const std::string& path) {
       if (stop == p || v < 0 || v > (field < 64 ? 16 : 9))
         fail(path, fmt::format("line {}, field {}: expected {}", line + 1, field + 1,
                                field < 64 ? "a pixel 0-16" : "a label 0-9"));
-      if (field < 64) d.x.push_back(static_cast<float>(v) / 16.0f);
-      else d.y.push_back(static_cast<int32_t>(v));
+      if (field < 64)
+        d.x.push_back(static_cast<float>(v) / 16.0f);
+      else
+        d.y.push_back(static_cast<int32_t>(v));
       p = stop;
-      if (*p == ',' && field < 64) { p++; continue; }
+      if (*p == ',' && field < 64) {
+        p++;
+        continue;
+      }
       if (field == 64 && (*p == 0 || *p == '\r')) break;
       fail(path, fmt::format("line {}: expected 65 comma-separated integers", line + 1));
     }

@@ -17,8 +17,7 @@ Wire parse_wire(const std::string& s) {
 }
 
 template <class T>
-GradSync<T>::GradSync(coralComm_t comm, const Layout& layout, size_t bucket_bytes, Wire wire,
-                      int slots)
+GradSync<T>::GradSync(coralComm_t comm, const Layout& layout, size_t bucket_bytes, Wire wire, int slots)
     : comm_(comm), wire_(wire), slots_(static_cast<size_t>(slots)) {
   // Walk layers in the order backward finishes them (last first = increasing flat offset).
   size_t elem = wire == Wire::Same ? sizeof(T) : 2;
@@ -48,8 +47,8 @@ void GradSync<T>::launch(Slot& s, const Bucket& b) {
   coralRequest_t r;
   size_t n = b.end - b.begin;
   if (wire_ == Wire::Same) {
-    coral::check(coralIAllReduce(s.grad + b.begin, s.grad + b.begin, n, coral::datatype_of<T>(),
-                                 coralSum, comm_, &r), comm_);
+    coral::check(coralIAllReduce(s.grad + b.begin, s.grad + b.begin, n, coral::datatype_of<T>(), coralSum, comm_, &r),
+                 comm_);
   } else {
     uint16_t* w = s.wire.data() + b.begin;
     const T* g = s.grad + b.begin;
@@ -58,8 +57,7 @@ void GradSync<T>::launch(Slot& s, const Bucket& b) {
       float f = static_cast<float>(g[i]);
       w[i] = bf ? coral::kernels::float_to_bf16(f) : coral::kernels::float_to_half(f);
     }
-    coral::check(coralIAllReduce(w, w, n, bf ? coralBfloat16 : coralFloat16, coralSum, comm_, &r),
-                 comm_);
+    coral::check(coralIAllReduce(w, w, n, bf ? coralBfloat16 : coralFloat16, coralSum, comm_, &r), comm_);
   }
   s.reqs.push_back(r);
 }
@@ -91,8 +89,8 @@ void GradSync<T>::wait(int slot) {
   if (wire_ == Wire::Same) return;
   bool bf = wire_ == Wire::Bf16;
   for (size_t i = 0; i < s.wire.size(); i++)
-    s.grad[i] = static_cast<T>(bf ? coral::kernels::bf16_to_float(s.wire[i])
-                                  : coral::kernels::half_to_float(s.wire[i]));
+    s.grad[i] =
+        static_cast<T>(bf ? coral::kernels::bf16_to_float(s.wire[i]) : coral::kernels::half_to_float(s.wire[i]));
 }
 
 template class GradSync<float>;

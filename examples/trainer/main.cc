@@ -1,8 +1,8 @@
 // coral-train: the reference data-parallel trainer. Run it under a launcher, e.g.
 //   coral-run -n 4 coral-train --dataset fashion-mnist --epochs 5
-#include <CLI/CLI.hpp>
 #include <cblas.h>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,10 +16,14 @@ int64_t parse_count(const std::string& s) {
   size_t used = 0;
   double v = std::stod(s, &used);
   std::string suffix = s.substr(used);
-  if (suffix == "K" || suffix == "k") v *= 1e3;
-  else if (suffix == "M" || suffix == "m") v *= 1e6;
-  else if (suffix == "G" || suffix == "g") v *= 1e9;
-  else if (!suffix.empty()) throw std::invalid_argument("bad suffix");
+  if (suffix == "K" || suffix == "k")
+    v *= 1e3;
+  else if (suffix == "M" || suffix == "m")
+    v *= 1e6;
+  else if (suffix == "G" || suffix == "g")
+    v *= 1e9;
+  else if (!suffix.empty())
+    throw std::invalid_argument("bad suffix");
   if (!(v >= 1)) throw std::invalid_argument("must be at least 1");
   return static_cast<int64_t>(v);
 }
@@ -31,30 +35,33 @@ int main(int argc, char** argv) {
   std::string optimizer = "adam", wire = "fp32", dtype = "f32", params = "25M";
   CLI::App app{"coral-train: synchronous data-parallel training of an MLP over Coral's all-reduce"};
   app.add_option("--dataset", cfg.dataset, "digits (bundled), fashion-mnist, or synthetic")
-      ->capture_default_str()->check(CLI::IsMember({"digits", "fashion-mnist", "fashion", "synthetic"}));
-  app.add_option("--data", cfg.data_path,
-                 "digits CSV (.gz) or Fashion-MNIST directory (default: bundled / " +
-                     std::string(trainer::kFashionDir) + ")");
-  app.add_option("--hidden", cfg.hidden, "hidden layer widths, e.g. --hidden 256 256")
-      ->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::IsMember({"digits", "fashion-mnist", "fashion", "synthetic"}));
+  app.add_option(
+      "--data", cfg.data_path,
+      "digits CSV (.gz) or Fashion-MNIST directory (default: bundled / " + std::string(trainer::kFashionDir) + ")");
+  app.add_option("--hidden", cfg.hidden, "hidden layer widths, e.g. --hidden 256 256")->check(CLI::PositiveNumber);
   app.add_option("--params", params, "synthetic model size in parameters (e.g. 25M)")->capture_default_str();
   app.add_option("--epochs", cfg.epochs, "passes over the training set (default 5; 20 for digits)");
-  app.add_option("--steps", cfg.max_steps, "stop after this many global steps (0: no limit)")
-      ->capture_default_str();
+  app.add_option("--steps", cfg.max_steps, "stop after this many global steps (0: no limit)")->capture_default_str();
   app.add_option("--batch", cfg.batch, "global batch size, split across ranks")->capture_default_str();
   app.add_option("--optimizer", optimizer, "sgd (with momentum) or adam")
-      ->capture_default_str()->check(CLI::IsMember({"sgd", "adam"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--lr", cfg.optim.lr, "learning rate at the reference batch --lr-batch")->capture_default_str();
   app.add_option("--lr-batch", cfg.optim.lr_batch, "reference batch of --lr (linear scaling rule)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--warmup", cfg.optim.warmup, "linear learning-rate warmup steps")->capture_default_str();
   app.add_option("--momentum", cfg.optim.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--weight-decay", cfg.optim.weight_decay, "L2 weight decay")->capture_default_str();
   app.add_option("--clip", cfg.optim.clip, "clip the global gradient norm to this (0: off)")->capture_default_str();
   app.add_option("--dtype", dtype, "f32 or f64 parameters and gradients")
-      ->capture_default_str()->check(CLI::IsMember({"f32", "f64"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f64"}));
   app.add_option("--grad-comm", wire, "gradient precision on the wire: fp32, bf16 or fp16")
-      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
   app.add_option("--bucket-mb", cfg.bucket_mb, "gradient bucket size in MiB")->capture_default_str();
   app.add_flag("!--no-overlap", cfg.overlap, "all-reduce after backward instead of during it");
   app.add_option("--staleness", cfg.staleness,

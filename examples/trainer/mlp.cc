@@ -27,15 +27,15 @@ Layout::Layout(std::vector<int> d) : dims(std::move(d)) {
 namespace {
 
 // C = alpha * op(A) * op(B) + beta * C, row-major; OpenBLAS does the work.
-void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-              k, alpha, a, lda, b, ldb, beta, c, ldc);
+void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+          float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
 }
-void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda,
-          const double* b, int ldb, double beta, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-              k, alpha, a, lda, b, ldb, beta, c, ldc);
+void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b, int ldb,
+          double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
 }
 
 }  // namespace
@@ -113,8 +113,7 @@ double Mlp<T>::loss_grad(const T* params, const T* x, const int32_t* y, int n, T
     if (l == 0) break;
     // delta for the layer below: (delta W^T) masked by ReLU'(its output).
     delta_prev_.resize(static_cast<size_t>(n) * in);
-    if (n > 0)
-      gemm(false, true, n, in, out, T(1), delta_.data(), out, w, out, T(0), delta_prev_.data(), in);
+    if (n > 0) gemm(false, true, n, in, out, T(1), delta_.data(), out, w, out, T(0), delta_prev_.data(), in);
     const T* a = act(l);  // l >= 1 here: the ReLU output below
     for (size_t i = 0; i < delta_prev_.size(); i++)
       if (a[i] <= T(0)) delta_prev_[i] = T(0);
@@ -124,8 +123,7 @@ double Mlp<T>::loss_grad(const T* params, const T* x, const int32_t* y, int n, T
 }
 
 template <class T>
-void Mlp<T>::evaluate(const T* params, const T* x, const int32_t* y, int n, double* loss,
-                      int64_t* correct) {
+void Mlp<T>::evaluate(const T* params, const T* x, const int32_t* y, int n, double* loss, int64_t* correct) {
   forward(params, x, n);
   *loss += softmax_loss(y, n, T(0), correct);
 }

@@ -36,8 +36,7 @@ class Mlp {
                    const std::function<void(int)>& on_layer = {});
 
   // Loss sum and number of correct arg-max predictions for n samples.
-  void evaluate(const T* params, const T* x, const int32_t* y, int n, double* loss,
-                int64_t* correct);
+  void evaluate(const T* params, const T* x, const int32_t* y, int n, double* loss, int64_t* correct);
 
  private:
   void forward(const T* params, const T* x, int n);

@@ -10,13 +10,13 @@ enum class OptimKind { Sgd, Adam };
 
 struct OptimConfig {
   OptimKind kind = OptimKind::Adam;
-  double lr = 1e-3;          // at the reference batch `lr_batch`
-  int64_t lr_batch = 128;    // linear scaling: lr * global_batch / lr_batch
-  int64_t warmup = 0;        // steps of linear warmup from 0
-  double momentum = 0.9;     // SGD
+  double lr = 1e-3;                               // at the reference batch `lr_batch`
+  int64_t lr_batch = 128;                         // linear scaling: lr * global_batch / lr_batch
+  int64_t warmup = 0;                             // steps of linear warmup from 0
+  double momentum = 0.9;                          // SGD
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam
-  double weight_decay = 0;   // L2, added to the gradient
-  double clip = 0;           // global gradient norm limit; 0 = off
+  double weight_decay = 0;                        // L2, added to the gradient
+  double clip = 0;                                // global gradient norm limit; 0 = off
 };
 
 // Learning rate at optimizer step t (0-based) for a global batch.

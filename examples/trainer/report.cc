@@ -39,8 +39,8 @@ void Report::progress(int64_t epoch, int64_t step, int64_t steps_per_epoch) {
   if (!tty_) return;
   constexpr int kWidth = 30;
   int filled = static_cast<int>(kWidth * (step + 1) / steps_per_epoch);
-  std::fputs(fmt::format("\r[{:=<{}}{: <{}}] epoch {} {}/{} loss {:.4f}", "", filled, "",
-                         kWidth - filled, epoch + 1, step + 1, steps_per_epoch, last_loss_)
+  std::fputs(fmt::format("\r[{:=<{}}{: <{}}] epoch {} {}/{} loss {:.4f}", "", filled, "", kWidth - filled, epoch + 1,
+                         step + 1, steps_per_epoch, last_loss_)
                  .c_str(),
              stdout);
   std::fflush(stdout);
@@ -49,19 +49,19 @@ void Report::progress(int64_t epoch, int64_t step, int64_t steps_per_epoch) {
 
 void Report::step(const StepStats& s) {
   last_loss_ = s.loss;
-  line(fmt::format("epoch {}/{} step {}/{} loss {:.4f} throughput {:.0f} samples/s comm wait {:.1f}%",
-                   s.epoch + 1, s.epochs, s.step + 1, s.steps_per_epoch, s.loss, s.samples_per_s,
-                   s.comm_wait_pct));
+  line(fmt::format("epoch {}/{} step {}/{} loss {:.4f} throughput {:.0f} samples/s comm wait {:.1f}%", s.epoch + 1,
+                   s.epochs, s.step + 1, s.steps_per_epoch, s.loss, s.samples_per_s, s.comm_wait_pct));
   if (csv_)
-    std::fprintf(csv_, "step,%lld,%lld,%.4f,%.6f,%.1f,%.2f,,\n", static_cast<long long>(s.epoch + 1),
-                 static_cast<long long>(s.global_step),
-                 static_cast<double>(s.epoch) + static_cast<double>(s.step + 1) / static_cast<double>(s.steps_per_epoch),
-                 s.loss, s.samples_per_s, s.comm_wait_pct);
+    std::fprintf(
+        csv_, "step,%lld,%lld,%.4f,%.6f,%.1f,%.2f,,\n", static_cast<long long>(s.epoch + 1),
+        static_cast<long long>(s.global_step),
+        static_cast<double>(s.epoch) + static_cast<double>(s.step + 1) / static_cast<double>(s.steps_per_epoch), s.loss,
+        s.samples_per_s, s.comm_wait_pct);
 }
 
 void Report::epoch(int64_t epoch, double test_loss, double test_acc, double seconds) {
-  line(fmt::format("epoch {} done in {:.1f} s: test loss {:.4f} test accuracy {:.2f}%", epoch + 1,
-                   seconds, test_loss, 100 * test_acc));
+  line(fmt::format("epoch {} done in {:.1f} s: test loss {:.4f} test accuracy {:.2f}%", epoch + 1, seconds, test_loss,
+                   100 * test_acc));
   if (csv_)
     std::fprintf(csv_, "epoch,%lld,,%lld,,,,%.6f,%.4f\n", static_cast<long long>(epoch + 1),
                  static_cast<long long>(epoch + 1), test_loss, 100 * test_acc);
@@ -89,8 +89,7 @@ void Report::finish() {
   int status = 0;
   if (pid > 0) waitpid(pid, &status, 0);
   if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    line(fmt::format("warning: could not draw {} (is gnuplot installed?); the data is in {}",
-                     plot_path_, csv_path_));
+    line(fmt::format("warning: could not draw {} (is gnuplot installed?); the data is in {}", plot_path_, csv_path_));
   else
     line(fmt::format("plot written to {}", plot_path_));
 }

@@ -1,7 +1,7 @@
 // The distributed sampler: every rank draws the same per-epoch permutation from (seed, epoch),
 // cuts it into global batches of B (the last one may be short), and takes its own contiguous,
-// disjoint part of each batch. Part sizes differ by at most one; the union over ranks is exactly the global batch, whatever P is, which is what
-// makes P ranks equivalent to one rank with the same global batch.
+// disjoint part of each batch. Part sizes differ by at most one; the union over ranks is exactly the global batch,
+// whatever P is, which is what makes P ranks equivalent to one rank with the same global batch.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -32,8 +32,7 @@ class Sampler {
   std::vector<uint32_t> shard(size_t step, int rank, int nranks) const {
     size_t start = step * batch_, b = batch_size(step);
     size_t lo = b * rank / nranks, hi = b * (rank + 1) / nranks;
-    return {perm_.begin() + static_cast<ptrdiff_t>(start + lo),
-            perm_.begin() + static_cast<ptrdiff_t>(start + hi)};
+    return {perm_.begin() + static_cast<ptrdiff_t>(start + lo), perm_.begin() + static_cast<ptrdiff_t>(start + hi)};
   }
 
  private:

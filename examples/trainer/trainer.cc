@@ -21,16 +21,13 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 Data load_data(const Config& cfg, const std::vector<int>& synthetic_dims) {
-  if (cfg.dataset == "digits")
-    return load_digits(cfg.data_path.empty() ? default_digits_path() : cfg.data_path);
-  if (cfg.dataset == "fashion-mnist")
-    return load_fashion_mnist(cfg.data_path.empty() ? kFashionDir : cfg.data_path);
+  if (cfg.dataset == "digits") return load_digits(cfg.data_path.empty() ? default_digits_path() : cfg.data_path);
+  if (cfg.dataset == "fashion-mnist") return load_fashion_mnist(cfg.data_path.empty() ? kFashionDir : cfg.data_path);
   if (cfg.dataset == "synthetic") {
     size_t n = static_cast<size_t>(cfg.batch) * 16;
     return make_synthetic(synthetic_dims.front(), synthetic_dims.back(), n, n / 8 + 1, cfg.seed);
   }
-  throw std::invalid_argument(
-      fmt::format("unknown dataset '{}' (digits, fashion-mnist or synthetic)", cfg.dataset));
+  throw std::invalid_argument(fmt::format("unknown dataset '{}' (digits, fashion-mnist or synthetic)", cfg.dataset));
 }
 
 std::vector<int> model_dims(const Config& cfg) {
@@ -53,11 +50,15 @@ template <class T>
 class Loop {
  public:
   Loop(const Config& cfg, coral::communicator& comm)
-      : cfg_(cfg), comm_(comm), rank_(comm.rank()), size_(comm.size()),
-        data_(load_data(cfg, model_dims(cfg))), model_(Layout(dims())),
-        params_(model_.layout().nparams), opt_(cfg.optim, params_.size()),
-        sync_(comm.get(), model_.layout(), static_cast<size_t>(cfg.bucket_mb * (1 << 20)), cfg.wire,
-              cfg.staleness + 1),
+      : cfg_(cfg),
+        comm_(comm),
+        rank_(comm.rank()),
+        size_(comm.size()),
+        data_(load_data(cfg, model_dims(cfg))),
+        model_(Layout(dims())),
+        params_(model_.layout().nparams),
+        opt_(cfg.optim, params_.size()),
+        sync_(comm.get(), model_.layout(), static_cast<size_t>(cfg.bucket_mb * (1 << 20)), cfg.wire, cfg.staleness + 1),
         grads_(static_cast<size_t>(cfg.staleness) + 1, std::vector<T>(params_.size())),
         sampler_(data_.train.size(), static_cast<size_t>(cfg.batch), cfg.seed),
         report_(rank_ == 0, cfg.csv, cfg.plot) {}
@@ -115,12 +116,13 @@ void Loop<T>::start() {
   report_.line(fmt::format(
       "coral-train: {} ({} train / {} test), model {} ({} parameters, {}), {} rank{}, global batch "
       "{}, {} lr {:g} (scaled to {:g}), {} bucket{}, overlap {}, grad comm {}{}",
-      data_.name, data_.train.size(), data_.test.size(), widths, l.nparams,
-      sizeof(T) == 8 ? "float64" : "float32", size_, size_ == 1 ? "" : "s", cfg_.batch,
-      cfg_.optim.kind == OptimKind::Adam ? "adam" : "sgd", cfg_.optim.lr,
-      learning_rate(cfg_.optim, cfg_.optim.warmup, cfg_.batch), sync_.buckets(),
-      sync_.buckets() == 1 ? "" : "s", cfg_.overlap ? "on" : "off",
-      cfg_.wire == Wire::Same ? (sizeof(T) == 8 ? "fp64" : "fp32") : cfg_.wire == Wire::Bf16 ? "bf16" : "fp16",
+      data_.name, data_.train.size(), data_.test.size(), widths, l.nparams, sizeof(T) == 8 ? "float64" : "float32",
+      size_, size_ == 1 ? "" : "s", cfg_.batch, cfg_.optim.kind == OptimKind::Adam ? "adam" : "sgd", cfg_.optim.lr,
+      learning_rate(cfg_.optim, cfg_.optim.warmup, cfg_.batch), sync_.buckets(), sync_.buckets() == 1 ? "" : "s",
+      cfg_.overlap ? "on" : "off",
+      cfg_.wire == Wire::Same   ? (sizeof(T) == 8 ? "fp64" : "fp32")
+      : cfg_.wire == Wire::Bf16 ? "bf16"
+                                : "fp16",
       cfg_.staleness ? fmt::format(", staleness {}", cfg_.staleness) : ""));
   // Rank 0 initialises, everyone else receives the same parameters.
   if (rank_ == 0) model_.init(params_.data(), cfg_.seed);
@@ -135,10 +137,14 @@ void Loop<T>::resume() {
   if (rank_ == 0) {
     try {
       c = load_checkpoint<T>(cfg_.resume);
-      if (c.dims != model_.layout().dims) why = "it was written for another model (--hidden)";
-      else if (c.optimizer != static_cast<uint32_t>(cfg_.optim.kind)) why = "it was written with another --optimizer";
-      else if (c.global_batch != cfg_.batch) why = fmt::format("it was written with global batch {}, not {}", c.global_batch, cfg_.batch);
-      else if (c.seed != cfg_.seed) why = fmt::format("it was written with --seed {}, not {}", c.seed, cfg_.seed);
+      if (c.dims != model_.layout().dims)
+        why = "it was written for another model (--hidden)";
+      else if (c.optimizer != static_cast<uint32_t>(cfg_.optim.kind))
+        why = "it was written with another --optimizer";
+      else if (c.global_batch != cfg_.batch)
+        why = fmt::format("it was written with global batch {}, not {}", c.global_batch, cfg_.batch);
+      else if (c.seed != cfg_.seed)
+        why = fmt::format("it was written with --seed {}, not {}", c.seed, cfg_.seed);
     } catch (const std::exception& e) {
       why = e.what();
     }
@@ -167,8 +173,15 @@ void Loop<T>::resume() {
 template <class T>
 void Loop<T>::save(int64_t gstep) {
   if (rank_ != 0 || cfg_.checkpoint.empty()) return;
-  Checkpoint<T> c{model_.layout().dims, static_cast<uint32_t>(cfg_.optim.kind), gstep, opt_.steps(),
-                  cfg_.batch, cfg_.seed, params_, opt_.m(), opt_.v()};
+  Checkpoint<T> c{model_.layout().dims,
+                  static_cast<uint32_t>(cfg_.optim.kind),
+                  gstep,
+                  opt_.steps(),
+                  cfg_.batch,
+                  cfg_.seed,
+                  params_,
+                  opt_.m(),
+                  opt_.v()};
   save_checkpoint(cfg_.checkpoint, c);
 }
 
@@ -202,8 +215,7 @@ void Loop<T>::step(int64_t gstep, size_t s) {
   T scale = T(1) / static_cast<T>(sampler_.batch_size(s));  // local sums add up to the global mean
   std::function<void(int)> ready;
   if (cfg_.overlap) ready = [&](int layer) { sync_.layer_ready(slot, layer); };
-  win_loss_ += model_.loss_grad(params_.data(), xb_.data(), yb_.data(), static_cast<int>(idx.size()),
-                                scale, g, ready);
+  win_loss_ += model_.loss_grad(params_.data(), xb_.data(), yb_.data(), static_cast<int>(idx.size()), scale, g, ready);
   sync_.launch_rest(slot);
   if (gstep >= cfg_.staleness) apply(gstep - cfg_.staleness);
   win_n_ += static_cast<double>(idx.size());
@@ -215,9 +227,8 @@ void Loop<T>::log(int64_t epoch, size_t s, int64_t gstep) {
   double elapsed = since(win_t0_);
   double sums[3] = {win_loss_, win_n_, sync_.wait_seconds() - win_wait0_};
   comm_.all_reduce(std::span<double>(sums));
-  report_.step({epoch, cfg_.epochs, static_cast<int64_t>(s), static_cast<int64_t>(sampler_.steps_per_epoch()),
-                gstep, sums[1] > 0 ? sums[0] / sums[1] : 0, win_global_ / elapsed,
-                100 * sums[2] / size_ / elapsed});
+  report_.step({epoch, cfg_.epochs, static_cast<int64_t>(s), static_cast<int64_t>(sampler_.steps_per_epoch()), gstep,
+                sums[1] > 0 ? sums[0] / sums[1] : 0, win_global_ / elapsed, 100 * sums[2] / size_ / elapsed});
   win_loss_ = win_n_ = win_global_ = 0;
   win_wait0_ = sync_.wait_seconds();
   win_t0_ = Clock::now();
@@ -249,8 +260,7 @@ void Loop<T>::check_replicas(const char* when) {
   uint64_t h = fnv1a(params_.data(), params_.size() * sizeof(T));
   uint64_t v[2] = {h, ~h};
   comm_.all_reduce(std::span<uint64_t>(v), coralMax);
-  if (v[0] != ~v[1])
-    throw std::runtime_error(fmt::format("parameter replicas differ between ranks {}", when));
+  if (v[0] != ~v[1]) throw std::runtime_error(fmt::format("parameter replicas differ between ranks {}", when));
 }
 
 template <class T>
@@ -273,8 +283,10 @@ Result Loop<T>::run() {
       samples_ += static_cast<int64_t>(sampler_.batch_size(s));
       gstep++;
       bool end_of_epoch = s + 1 == static_cast<size_t>(spe);
-      if ((s + 1) % static_cast<size_t>(cfg_.log_every) == 0 || end_of_epoch || gstep == total) log(epoch, s, gstep);
-      else report_.progress(epoch, static_cast<int64_t>(s), spe);
+      if ((s + 1) % static_cast<size_t>(cfg_.log_every) == 0 || end_of_epoch || gstep == total)
+        log(epoch, s, gstep);
+      else
+        report_.progress(epoch, static_cast<int64_t>(s), spe);
       if (cfg_.checkpoint_every > 0 && gstep % cfg_.checkpoint_every == 0) save(gstep);
     }
     // Here the epoch is over or training stops. Stale gradients still in flight are applied
@@ -291,10 +303,10 @@ Result Loop<T>::run() {
   r.seconds = train_s_;
   r.samples_per_s = train_s_ > 0 ? static_cast<double>(samples_) / train_s_ : 0;
   r.comm_wait_pct = train_s_ > 0 ? 100 * sync_.wait_seconds() / train_s_ : 0;
-  report_.line(fmt::format(
-      "final: test accuracy {:.2f}% test loss {:.4f} after {} steps; {:.1f} s training, {:.0f} "
-      "samples/s, comm wait {:.1f}%",
-      100 * r.test_accuracy, r.test_loss, gstep, r.seconds, r.samples_per_s, r.comm_wait_pct));
+  report_.line(
+      fmt::format("final: test accuracy {:.2f}% test loss {:.4f} after {} steps; {:.1f} s training, {:.0f} "
+                  "samples/s, comm wait {:.1f}%",
+                  100 * r.test_accuracy, r.test_loss, gstep, r.seconds, r.samples_per_s, r.comm_wait_pct));
   if (rank_ == 0 && !cfg_.dump_params.empty()) {
     std::vector<double> p(params_.begin(), params_.end());
     std::ofstream out(cfg_.dump_params, std::ios::binary);
@@ -319,8 +331,9 @@ Result train(const Config& cfg, coral::communicator& comm) {
   if (cfg.epochs < 1) throw std::invalid_argument("--epochs must be at least 1");
   if (cfg.staleness < 0) throw std::invalid_argument("--staleness must be 0 or more");
   if (cfg.staleness > 0 && (!cfg.checkpoint.empty() || !cfg.resume.empty()))
-    throw std::invalid_argument("--staleness cannot be combined with --checkpoint/--resume "
-                                "(in-flight gradients are not saved)");
+    throw std::invalid_argument(
+        "--staleness cannot be combined with --checkpoint/--resume "
+        "(in-flight gradients are not saved)");
   if (cfg.log_every < 1) throw std::invalid_argument("--log-every must be at least 1");
   if (!(cfg.bucket_mb > 0)) throw std::invalid_argument("--bucket-mb must be positive");
   if (cfg.f64) return Loop<double>(cfg, comm).run();

@@ -12,27 +12,27 @@
 namespace trainer {
 
 struct Config {
-  std::string dataset = "digits";  // digits | fashion-mnist | synthetic
-  std::string data_path;           // digits CSV or Fashion-MNIST directory; empty = default
-  std::vector<int> hidden;         // hidden widths; empty = the dataset's default
+  std::string dataset = "digits";         // digits | fashion-mnist | synthetic
+  std::string data_path;                  // digits CSV or Fashion-MNIST directory; empty = default
+  std::vector<int> hidden;                // hidden widths; empty = the dataset's default
   int64_t synthetic_params = 25'000'000;  // synthetic model size (widths derived from it)
   int64_t epochs = 5;
-  int64_t max_steps = 0;           // stop after this many global steps in all (0 = no limit)
-  int64_t batch = 128;             // global batch, split across ranks
+  int64_t max_steps = 0;  // stop after this many global steps in all (0 = no limit)
+  int64_t batch = 128;    // global batch, split across ranks
   OptimConfig optim;
-  bool f64 = false;                // parameters, gradients and all-reduce in double
+  bool f64 = false;  // parameters, gradients and all-reduce in double
   Wire wire = Wire::Same;
   double bucket_mb = 25;
-  bool overlap = true;             // all-reduce buckets during backward
-  int staleness = 0;               // apply the gradient from k steps ago
+  bool overlap = true;  // all-reduce buckets during backward
+  int staleness = 0;    // apply the gradient from k steps ago
   uint64_t seed = 1;
-  std::string checkpoint;          // written at each epoch end and every checkpoint_every steps
+  std::string checkpoint;  // written at each epoch end and every checkpoint_every steps
   int64_t checkpoint_every = 0;
   std::string resume;
   std::string csv, plot, dump_params;
   int64_t log_every = 50;
   bool check_replicas = true;
-  int inject_divergence = -1;      // tests: this rank nudges a parameter before the replica check
+  int inject_divergence = -1;  // tests: this rank nudges a parameter before the replica check
 };
 
 struct Result {

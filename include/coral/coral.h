@@ -97,45 +97,37 @@ CORAL_API coralResult_t coralCommGetAsyncError(coralComm_t comm, coralResult_t* 
  * Device buffers (or any non-NULL stream, a cudaStream_t): stream-ordered as in NCCL, the call
  * returns at once and the stream's later work waits for the result; failures surface through
  * coralCommGetAsyncError. A stream where CUDA is unusable gives coralUnhandledCudaError. */
-CORAL_API coralResult_t coralAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                       coralDataType_t datatype, coralRedOp_t op, coralComm_t comm,
-                                       void* stream);
+CORAL_API coralResult_t coralAllReduce(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                       coralRedOp_t op, coralComm_t comm, void* stream);
 CORAL_API coralResult_t coralReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                           coralDataType_t datatype, coralRedOp_t op,
-                                           coralComm_t comm, void* stream);
-CORAL_API coralResult_t coralAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                       coralDataType_t datatype, coralComm_t comm, void* stream);
-CORAL_API coralResult_t coralBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                                       coralDataType_t datatype, int root, coralComm_t comm,
-                                       void* stream);
-CORAL_API coralResult_t coralReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                    coralDataType_t datatype, coralRedOp_t op, int root,
-                                    coralComm_t comm, void* stream);
-CORAL_API coralResult_t coralSend(const void* sendbuff, size_t count, coralDataType_t datatype,
-                                  int peer, coralComm_t comm, void* stream);
-CORAL_API coralResult_t coralRecv(void* recvbuff, size_t count, coralDataType_t datatype, int peer,
+                                           coralDataType_t datatype, coralRedOp_t op, coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, coralDataType_t datatype,
+                                       coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralBroadcast(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                       int root, coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralReduce(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                    coralRedOp_t op, int root, coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralSend(const void* sendbuff, size_t count, coralDataType_t datatype, int peer,
                                   coralComm_t comm, void* stream);
+CORAL_API coralResult_t coralRecv(void* recvbuff, size_t count, coralDataType_t datatype, int peer, coralComm_t comm,
+                                  void* stream);
 CORAL_API coralResult_t coralBarrier(coralComm_t comm);
 
 /* Non-blocking forms for host buffers. Operations run on the communicator's progress thread in
  * issue order (blocking calls made meanwhile queue behind them) and overlap the caller's work.
  * Buffers must stay valid and untouched until the request completes. Every request must be
  * completed with coralWait, or with coralTest returning done, which also frees it. */
-CORAL_API coralResult_t coralIAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                        coralDataType_t datatype, coralRedOp_t op,
-                                        coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIAllReduce(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                        coralRedOp_t op, coralComm_t comm, coralRequest_t* request);
 CORAL_API coralResult_t coralIReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                            coralDataType_t datatype, coralRedOp_t op,
-                                            coralComm_t comm, coralRequest_t* request);
+                                            coralDataType_t datatype, coralRedOp_t op, coralComm_t comm,
+                                            coralRequest_t* request);
 CORAL_API coralResult_t coralIAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                        coralDataType_t datatype, coralComm_t comm,
-                                        coralRequest_t* request);
-CORAL_API coralResult_t coralIBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                                        coralDataType_t datatype, int root, coralComm_t comm,
-                                        coralRequest_t* request);
-CORAL_API coralResult_t coralIReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                     coralDataType_t datatype, coralRedOp_t op, int root,
-                                     coralComm_t comm, coralRequest_t* request);
+                                        coralDataType_t datatype, coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIBroadcast(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                        int root, coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIReduce(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                     coralRedOp_t op, int root, coralComm_t comm, coralRequest_t* request);
 /* *done = 1 and the request is freed (its result returned) once complete; else *done = 0. */
 CORAL_API coralResult_t coralTest(coralRequest_t request, int* done);
 /* Blocks until complete, returns the operation's result and frees the request. */
@@ -172,11 +164,12 @@ typedef struct {
   int device; /* 1: device buffers */
   int peer;   /* coralQueryTransport: the other rank */
 } coralQueryArgs_t;
-#define CORAL_QUERY_ARGS_INITIALIZER {coralCollAllReduce, 0, coralFloat32, coralSum, 0, 0, 0}
+#define CORAL_QUERY_ARGS_INITIALIZER \
+  { coralCollAllReduce, 0, coralFloat32, coralSum, 0, 0, 0 }
 
 /* args may be NULL for coralQueryTrialPicks. */
-CORAL_API coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQueryArgs_t* args,
-                                       char* value, size_t size);
+CORAL_API coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQueryArgs_t* args, char* value,
+                                       size_t size);
 
 #ifdef __cplusplus
 }

@@ -28,15 +28,24 @@ inline void check(coralResult_t rc, coralComm_t comm = nullptr) {
 
 template <class T>
 constexpr coralDataType_t datatype_of() {
-  if constexpr (std::is_same_v<T, int8_t>) return coralInt8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return coralUint8;
-  else if constexpr (std::is_same_v<T, int32_t>) return coralInt32;
-  else if constexpr (std::is_same_v<T, uint32_t>) return coralUint32;
-  else if constexpr (std::is_same_v<T, int64_t>) return coralInt64;
-  else if constexpr (std::is_same_v<T, uint64_t>) return coralUint64;
-  else if constexpr (std::is_same_v<T, float>) return coralFloat32;
-  else if constexpr (std::is_same_v<T, double>) return coralFloat64;
-  else static_assert(!sizeof(T), "no Coral datatype for this type");
+  if constexpr (std::is_same_v<T, int8_t>)
+    return coralInt8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return coralUint8;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return coralInt32;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return coralUint32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return coralInt64;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return coralUint64;
+  else if constexpr (std::is_same_v<T, float>)
+    return coralFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return coralFloat64;
+  else
+    static_assert(!sizeof(T), "no Coral datatype for this type");
 }
 
 // A finished-or-not non-blocking operation; waits in its destructor if still pending.
@@ -81,9 +90,7 @@ class communicator {
  public:
   // From the launcher's environment (coral-run, mpirun, srun, torchrun).
   communicator() { check(coralCommInitEnv(&comm_)); }
-  communicator(int nranks, const coralUniqueId& id, int rank) {
-    check(coralCommInitRank(&comm_, nranks, id, rank));
-  }
+  communicator(int nranks, const coralUniqueId& id, int rank) { check(coralCommInitRank(&comm_, nranks, id, rank)); }
   communicator(const communicator&) = delete;
   communicator& operator=(const communicator&) = delete;
   communicator(communicator&& o) noexcept : comm_(o.comm_) { o.comm_ = nullptr; }

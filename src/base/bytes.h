@@ -13,11 +13,16 @@ inline uint64_t parse_bytes(const std::string& text) {
   unsigned long long v = std::stoull(text, &pos, 10);
   std::string suffix = text.substr(pos);
   uint64_t mult = 1;
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB") mult = 1ull << 30;
-  else throw std::invalid_argument("bad size suffix '" + suffix + "'");
+  if (suffix == "" || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB")
+    mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB")
+    mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB")
+    mult = 1ull << 30;
+  else
+    throw std::invalid_argument("bad size suffix '" + suffix + "'");
   if (text.empty() || text[0] == '-') throw std::invalid_argument("negative size");
   if (v > UINT64_MAX / mult) throw std::invalid_argument("size overflows");
   return v * mult;

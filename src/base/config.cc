@@ -23,7 +23,9 @@ Knob bytes(const char* n, const char* def, double lo, double hi, uint64_t multip
 Knob real(const char* n, const char* def, double lo, double hi, const char* doc) {
   return Knob{n, Type::Double, def, doc, lo, hi, 1, nullptr};
 }
-Knob text(const char* n, const char* def, const char* doc) { return Knob{n, Type::String, def, doc, -kInf, kInf, 1, nullptr}; }
+Knob text(const char* n, const char* def, const char* doc) {
+  return Knob{n, Type::String, def, doc, -kInf, kInf, 1, nullptr};
+}
 Knob choice(const char* n, const char* def, const char* choices, const char* doc) {
   return Knob{n, Type::Choice, def, doc, -kInf, kInf, 1, choices};
 }
@@ -53,7 +55,8 @@ const std::vector<Knob>& knobs() {
             "All-reduces up to this size take the latency path in auto mode: one-shot on one host, recursive "
             "doubling across hosts. On one host one-shot goes on while its peers read at most 64 KiB of it."),
       bytes("CORAL_SHM_SLOT_BYTES", "256K", 4096, kG, 64, "Bytes per shared-memory FIFO slot: the pipelining chunk."),
-      integer("CORAL_SHM_NSLOTS", "4", 1, 64, "Slots per shared-memory FIFO (pipeline depth); schedules need at least 2."),
+      integer("CORAL_SHM_NSLOTS", "4", 1, 64,
+              "Slots per shared-memory FIFO (pipeline depth); schedules need at least 2."),
       bytes("CORAL_CUDA_IPC_SLOT_BYTES", "4M", 4096, kG, 64,
             "Bytes per cuda_ipc FIFO slot (device memory): the chunk of device-buffer collectives on one host."),
       integer("CORAL_CUDA_IPC_NSLOTS", "4", 1, 64, "Slots per cuda_ipc FIFO (pipeline depth)."),
@@ -73,7 +76,8 @@ const std::vector<Knob>& knobs() {
            "Interfaces TCP may use, as NCCL_SOCKET_IFNAME: name prefixes (eth,ens), ^ to exclude (^docker,lo), = "
            "for exact names (=eth0). Default: the interface that routes to the rendezvous store."),
       choice("CORAL_SOCKET_FAMILY", "auto", "auto,ipv4,ipv6", "Address family for TCP links."),
-      integer("CORAL_SOCKET_NSOCKS", "1", 1, 16, "TCP sockets per pair of ranks; messages of 128K and more are striped over them."),
+      integer("CORAL_SOCKET_NSOCKS", "1", 1, 16,
+              "TCP sockets per pair of ranks; messages of 128K and more are striped over them."),
       integer("CORAL_SOCKET_NTHREADS", "0", 0, 16,
               "Helper threads per communicator that do the TCP socket I/O, socket i of each pair on thread i % N (at "
               "most CORAL_SOCKET_NSOCKS used). 0: the thread that waits does it, which saves a hand-off per message; "
@@ -102,20 +106,28 @@ const std::vector<Knob>& knobs() {
       bytes("CORAL_CHUNK_BYTES", "0", 0, kInf, 1,
             "Pipelining chunk of every call, at most the transports' largest message. 0: the cost model picks it "
             "for chain broadcast and reduce; the other algorithms use the largest message."),
-      integer("CORAL_SPIN", "20000", 0, 1 << 30, "Polls a waiting rank makes before it yields the core; 0 blocks at once."),
-      choice("CORAL_KERNEL", "auto", "auto,scalar,avx2,avx512", "CPU reduction kernels (the choice must be supported by the CPU)."),
+      integer("CORAL_SPIN", "20000", 0, 1 << 30,
+              "Polls a waiting rank makes before it yields the core; 0 blocks at once."),
+      choice("CORAL_KERNEL", "auto", "auto,scalar,avx2,avx512",
+             "CPU reduction kernels (the choice must be supported by the CPU)."),
   };
   return table;
 }
 
 const char* type_name(Type t) {
   switch (t) {
-    case Type::Int: return "int";
-    case Type::Bytes: return "bytes";
-    case Type::Double: return "double";
-    case Type::String: return "string";
-    case Type::Choice: return "choice";
-    case Type::List: return "list";
+    case Type::Int:
+      return "int";
+    case Type::Bytes:
+      return "bytes";
+    case Type::Double:
+      return "double";
+    case Type::String:
+      return "string";
+    case Type::Choice:
+      return "choice";
+    case Type::List:
+      return "list";
   }
   return "?";
 }
@@ -191,16 +203,23 @@ double get_number(const char* name) {
 
 std::string allowed(const Knob& k) {
   switch (k.type) {
-    case Type::Choice: return "one of " + std::string(k.choices);
-    case Type::List: return "a comma list of " + std::string(k.choices);
-    case Type::String: return "";
-    default: break;
+    case Type::Choice:
+      return "one of " + std::string(k.choices);
+    case Type::List:
+      return "a comma list of " + std::string(k.choices);
+    case Type::String:
+      return "";
+    default:
+      break;
   }
   const bool size = k.type == Type::Bytes;
   std::string range;
-  if (k.min > -kInf && k.max < kInf) range = number(k.min, size) + " to " + number(k.max, size);
-  else if (k.min > -kInf) range = "at least " + number(k.min, size);
-  else if (k.max < kInf) range = "at most " + number(k.max, size);
+  if (k.min > -kInf && k.max < kInf)
+    range = number(k.min, size) + " to " + number(k.max, size);
+  else if (k.min > -kInf)
+    range = "at least " + number(k.min, size);
+  else if (k.max < kInf)
+    range = "at most " + number(k.max, size);
   if (k.multiple > 1) return "a multiple of " + std::to_string(k.multiple) + (range.empty() ? "" : ", " + range);
   return range;
 }
@@ -208,7 +227,8 @@ std::string allowed(const Knob& k) {
 std::string check(const Knob& k, const std::string& value) {
   try {
     switch (k.type) {
-      case Type::String: return "";
+      case Type::String:
+        return "";
       case Type::Choice:
         if (!is_choice(k, value)) throw std::invalid_argument("expected " + allowed(k));
         return "";
@@ -216,7 +236,9 @@ std::string check(const Knob& k, const std::string& value) {
         for (const std::string& w : split(value, ','))
           if (!is_choice(k, w)) throw std::invalid_argument("'" + w + "' is not one of " + k.choices);
         return "";
-      default: parse_number(k, value); return "";
+      default:
+        parse_number(k, value);
+        return "";
     }
   } catch (const std::exception& e) {
     return e.what();

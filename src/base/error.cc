@@ -4,8 +4,6 @@
 
 namespace coral {
 
-void fail_errno(const std::string& what, int err) {
-  fail(coralSystemError, what + ": " + std::strerror(err));
-}
+void fail_errno(const std::string& what, int err) { fail(coralSystemError, what + ": " + std::strerror(err)); }
 
 }  // namespace coral

@@ -25,26 +25,40 @@ Level parse_level(const std::string& s) {
 unsigned parse_mask(const std::string& s) {
   unsigned mask = 0;
   for (const std::string& item : config::split(s, ',')) {
-    if (item == "INIT") mask |= Init;
-    else if (item == "NET") mask |= Net;
-    else if (item == "SHM") mask |= Shm;
-    else if (item == "COLL") mask |= Coll;
-    else if (item == "TUNE") mask |= Tune;
-    else if (item == "BOOT") mask |= Boot;
-    else if (item == "ALL") mask = All;
+    if (item == "INIT")
+      mask |= Init;
+    else if (item == "NET")
+      mask |= Net;
+    else if (item == "SHM")
+      mask |= Shm;
+    else if (item == "COLL")
+      mask |= Coll;
+    else if (item == "TUNE")
+      mask |= Tune;
+    else if (item == "BOOT")
+      mask |= Boot;
+    else if (item == "ALL")
+      mask = All;
   }
   return mask;
 }
 
 const char* subsys_name(Subsys s) {
   switch (s) {
-    case Init: return "INIT";
-    case Net: return "NET";
-    case Shm: return "SHM";
-    case Coll: return "COLL";
-    case Tune: return "TUNE";
-    case Boot: return "BOOT";
-    default: return "ALL";
+    case Init:
+      return "INIT";
+    case Net:
+      return "NET";
+    case Shm:
+      return "SHM";
+    case Coll:
+      return "COLL";
+    case Tune:
+      return "TUNE";
+    case Boot:
+      return "BOOT";
+    default:
+      return "ALL";
   }
 }
 
@@ -74,8 +88,8 @@ void write(Level level, Subsys subsys, const std::string& message) {
   char host[64] = "?";
   gethostname(host, sizeof host - 1);
   const char* lv = level == Level::Warn ? "WARN" : level == Level::Info ? "INFO" : "TRACE";
-  std::string line = fmt::format("{}:{}:{} coral {} [{}] {}\n", host, getpid(), t_rank, lv,
-                                 subsys_name(subsys), message);
+  std::string line =
+      fmt::format("{}:{}:{} coral {} [{}] {}\n", host, getpid(), t_rank, lv, subsys_name(subsys), message);
   std::lock_guard<std::mutex> lock(mu);
   std::fputs(line.c_str(), stderr);
 }

@@ -1,8 +1,8 @@
 #include "base/socket.h"
 
 #include <arpa/inet.h>
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -38,8 +38,10 @@ int SockAddr::port() const {
 }
 
 void SockAddr::set_port(int port) {
-  if (ss.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(port);
-  else reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(port);
+  if (ss.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(port);
+  else
+    reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(port);
 }
 
 SockAddr resolve(const std::string& host, int port) {
@@ -49,8 +51,7 @@ SockAddr resolve(const std::string& host, int port) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (rc != 0 || !res)
-    fail(coralInvalidArgument, "cannot resolve host '" + host + "': " + gai_strerror(rc));
+  if (rc != 0 || !res) fail(coralInvalidArgument, "cannot resolve host '" + host + "': " + gai_strerror(rc));
   SockAddr a;
   std::memcpy(&a.ss, res->ai_addr, res->ai_addrlen);
   a.len = res->ai_addrlen;
@@ -131,8 +132,8 @@ int connect_retry(const SockAddr& addr, Clock::time_point deadline) {
     }
     last_err = errno;
     close(fd);
-    if (last_err != ECONNREFUSED && last_err != ENETUNREACH && last_err != EHOSTUNREACH &&
-        last_err != ETIMEDOUT && last_err != EAGAIN && last_err != EINTR)
+    if (last_err != ECONNREFUSED && last_err != ENETUNREACH && last_err != EHOSTUNREACH && last_err != ETIMEDOUT &&
+        last_err != EAGAIN && last_err != EINTR)
       fail_errno("connect to " + addr.str(), last_err);
     if (Clock::now() >= deadline)
       fail(coralTimeout, "connect to " + addr.str() + " timed out (" + std::strerror(last_err) + ")");

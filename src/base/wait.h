@@ -35,13 +35,16 @@ class WaitMonitor {
   // in a protocol (rendezvous, acknowledgements) that needs this side to answer.
   virtual void poll_others(const void* self) { (void)self; }
   // Gives the core away while waiting for `peer`, where that can help some rank run.
-  virtual void yield_core(int peer) { (void)peer; sched_yield(); }
+  virtual void yield_core(int peer) {
+    (void)peer;
+    sched_yield();
+  }
   // The tag of the operation that waits (0: none). A transport that keeps several channels per
   // peer uses it to spot, on another channel, a message of a different operation: ranks called
   // different collectives, and the one awaited will never come.
   uint64_t tag = 0;
-  int spin = 20000;        // polls before sleeping on the futex
-  int pause_polls = 1000;  // of which the first ones only pause; later ones yield the core
+  int spin = 20000;                        // polls before sleeping on the futex
+  int pause_polls = 1000;                  // of which the first ones only pause; later ones yield the core
   long sleep_slice_ns = 20 * 1000 * 1000;  // shorter when network transports need polling
 };
 
@@ -64,14 +67,15 @@ class Override {
 // that may sleep on it, so the other side knows to wake them (both accesses seq_cst:
 // Dekker-style). A count, not a flag: several ranks may share one (a poster's readers).
 template <class Ready>
-void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word,
-                std::atomic<uint32_t>& sleeping, Ready ready) {
+void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, Ready ready) {
   if (ready()) return;
   for (int i = 0; i < mon.spin; ++i) {
     if (ready()) return;
     if (i % 16 == 15) mon.poll_others(nullptr);
-    if (i < mon.pause_polls) _mm_pause();
-    else mon.yield_core(peer);  // the peer we wait for may need this core
+    if (i < mon.pause_polls)
+      _mm_pause();
+    else
+      mon.yield_core(peer);  // the peer we wait for may need this core
   }
   while (true) {
     uint32_t seen = word.load(std::memory_order_seq_cst);

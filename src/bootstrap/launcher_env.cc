@@ -8,10 +8,10 @@
 #include <sstream>
 #include <thread>
 
-#include "bootstrap/tcp_store.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/tcp_store.h"
 
 namespace coral::bootstrap {
 
@@ -27,7 +27,8 @@ int env_int(const char* name) {
   if (!v) return -1;
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
-  if (*end || x < 0 || x > 1 << 24) fail(coralInvalidArgument, std::string(name) + "='" + v + "' is not a valid rank or size");
+  if (*end || x < 0 || x > 1 << 24)
+    fail(coralInvalidArgument, std::string(name) + "='" + v + "' is not a valid rank or size");
   return static_cast<int>(x);
 }
 
@@ -74,13 +75,14 @@ LaunchEnv read_launch_env() {
     e.size = env_int(s.size);
     e.local_rank = env_int(s.local_rank);
     if (e.size < 1 || e.rank >= e.size)
-      fail(coralInvalidArgument, std::string(s.rank) + "=" + std::to_string(e.rank) + " is not below " +
-                                     s.size + "=" + std::to_string(e.size));
+      fail(coralInvalidArgument, std::string(s.rank) + "=" + std::to_string(e.rank) + " is not below " + s.size + "=" +
+                                     std::to_string(e.size));
     break;
   }
   if (e.launcher.empty())
-    fail(coralInvalidUsage, "no launcher found (set CORAL_RANK/CORAL_SIZE, or run under coral-run, mpirun, "
-                            "srun or torchrun)");  // the API's caller names the function
+    fail(coralInvalidUsage,
+         "no launcher found (set CORAL_RANK/CORAL_SIZE, or run under coral-run, mpirun, "
+         "srun or torchrun)");  // the API's caller names the function
   if (env("CORAL_ROOT")) {
     e.root = env("CORAL_ROOT");
     if (env("CORAL_SECRET")) {
@@ -145,8 +147,7 @@ Rendezvous rendezvous_from_env(const LaunchEnv& e, double timeout_s) {
   if (e.root.empty()) return file_rendezvous(e, timeout_s);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
   wire::Secret secret = e.secret_hex.empty() ? derived_secret(e) : wire::secret_from_hex(e.secret_hex);
-  if (e.secret_hex.empty())
-    log::warn(log::Boot, "no CORAL_SECRET: using a secret derived from the job's environment");
+  if (e.secret_hex.empty()) log::warn(log::Boot, "no CORAL_SECRET: using a secret derived from the job's environment");
   net::SockAddr addr = net::resolve(e.root);
   if (e.rank == 0 && !e.root_hosted_elsewhere) {
     net::SockAddr any = net::resolve(addr.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", addr.port());

@@ -26,9 +26,8 @@ class Store {
 Bytes to_bytes(const std::string& s);
 std::string to_string(const Bytes& b);
 // Every rank contributes a value; returns all of them indexed by rank.
-std::vector<Bytes> store_allgather(Store& store, const std::string& prefix, int rank, int nranks,
-                                   const Bytes& mine, std::chrono::milliseconds timeout);
-void store_barrier(Store& store, const std::string& prefix, int rank, int nranks,
-                   std::chrono::milliseconds timeout);
+std::vector<Bytes> store_allgather(Store& store, const std::string& prefix, int rank, int nranks, const Bytes& mine,
+                                   std::chrono::milliseconds timeout);
+void store_barrier(Store& store, const std::string& prefix, int rank, int nranks, std::chrono::milliseconds timeout);
 
 }  // namespace coral::bootstrap

@@ -6,9 +6,9 @@
 #include <mutex>
 #include <thread>
 
+#include "base/socket.h"
 #include "bootstrap/store.h"
 #include "bootstrap/wire.h"
-#include "base/socket.h"
 
 namespace coral::bootstrap {
 
@@ -47,8 +47,7 @@ class TcpStore : public Store {
   std::string address() const override { return server_; }
 
  private:
-  Bytes request(wire::Msg type, const std::string& key, const Bytes& value,
-                std::chrono::milliseconds timeout);
+  Bytes request(wire::Msg type, const std::string& key, const Bytes& value, std::chrono::milliseconds timeout);
   std::mutex mu_;
   int fd_ = -1;
   std::string server_;

@@ -2,13 +2,12 @@
 
 #include <cstring>
 
-#include "bootstrap/tcp_store.h"
 #include "base/error.h"
+#include "bootstrap/tcp_store.h"
 
 namespace coral::bootstrap {
 
-TcpStore::TcpStore(const net::SockAddr& server, const wire::Secret& secret,
-                   std::chrono::milliseconds timeout)
+TcpStore::TcpStore(const net::SockAddr& server, const wire::Secret& secret, std::chrono::milliseconds timeout)
     : server_(server.str()) {
   auto deadline = net::Clock::now() + timeout;
   fd_ = net::connect_retry(server, deadline);
@@ -26,14 +25,16 @@ TcpStore::~TcpStore() {
   if (fd_ >= 0) close(fd_);
 }
 
-Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& value,
-                        std::chrono::milliseconds timeout) {
+Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& value, std::chrono::milliseconds timeout) {
   if (key.size() > wire::kMaxKey || value.size() > wire::kMaxValue)
     fail(coralInvalidArgument, "store: key or value too large");
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ < 0) fail(coralRemoteError, "store " + server_ + ": connection unusable after an earlier failure");
   auto deadline = net::Clock::now() + timeout;
-  wire::Header h{wire::kMagic, static_cast<uint8_t>(type), {}, static_cast<uint32_t>(key.size()),
+  wire::Header h{wire::kMagic,
+                 static_cast<uint8_t>(type),
+                 {},
+                 static_cast<uint32_t>(key.size()),
                  static_cast<uint32_t>(value.size())};
   Bytes frame(sizeof h + key.size() + value.size());
   std::memcpy(frame.data(), &h, sizeof h);
@@ -41,8 +42,7 @@ Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& val
   if (!value.empty()) std::memcpy(frame.data() + sizeof h + key.size(), value.data(), value.size());
   std::string what = "store " + server_ + ": ";
   try {
-    if (!net::send_all(fd_, frame.data(), frame.size(), deadline))
-      fail(coralRemoteError, what + "connection closed");
+    if (!net::send_all(fd_, frame.data(), frame.size(), deadline)) fail(coralRemoteError, what + "connection closed");
     wire::Header r;
     if (!net::recv_all(fd_, &r, sizeof r, deadline))
       fail(coralRemoteError, what + "connection closed by the store (wrong job secret, or it exited)");

@@ -8,9 +8,9 @@
 #include <map>
 #include <vector>
 
-#include "bootstrap/tcp_store.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/tcp_store.h"
 
 namespace coral::bootstrap {
 
@@ -168,8 +168,7 @@ struct TcpStoreServer::Impl {
       std::vector<pollfd> fds;
       fds.push_back({wake[0], POLLIN, 0});
       fds.push_back({listen_fd, POLLIN, 0});
-      for (Client& c : clients)
-        fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+      for (Client& c : clients) fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
       int rc = poll(fds.data(), fds.size(), 200);
       if (rc < 0 && errno != EINTR) break;
       if (fds[0].revents) break;
@@ -204,8 +203,8 @@ struct TcpStoreServer::Impl {
   }
 };
 
-TcpStoreServer::TcpStoreServer(const net::SockAddr& addr, const wire::Secret& secret,
-                               bool exit_when_idle, std::chrono::milliseconds idle_timeout)
+TcpStoreServer::TcpStoreServer(const net::SockAddr& addr, const wire::Secret& secret, bool exit_when_idle,
+                               std::chrono::milliseconds idle_timeout)
     : impl_(new Impl) {
   impl_->listen_fd = net::listen_on(addr);
   net::set_nonblocking(impl_->listen_fd, true);

@@ -10,7 +10,7 @@ namespace coral::collectives {
 // Blocks of a buffer: block b starts at off[b] and holds size[b] elements.
 struct Blocks {
   std::vector<size_t> off, size;
-  static Blocks even(size_t n, int p);           // n split into p near-equal blocks
+  static Blocks even(size_t n, int p);             // n split into p near-equal blocks
   static Blocks uniform(size_t per_block, int p);  // p blocks of per_block each
 };
 

@@ -8,28 +8,44 @@ namespace coral::collectives {
 
 const char* coll_name(Coll c) {
   switch (c) {
-    case Coll::AllReduce: return "allreduce";
-    case Coll::ReduceScatter: return "reducescatter";
-    case Coll::AllGather: return "allgather";
-    case Coll::Broadcast: return "broadcast";
-    case Coll::Reduce: return "reduce";
-    case Coll::Barrier: return "barrier";
-    case Coll::Send: return "send";
-    case Coll::Recv: return "recv";
+    case Coll::AllReduce:
+      return "allreduce";
+    case Coll::ReduceScatter:
+      return "reducescatter";
+    case Coll::AllGather:
+      return "allgather";
+    case Coll::Broadcast:
+      return "broadcast";
+    case Coll::Reduce:
+      return "reduce";
+    case Coll::Barrier:
+      return "barrier";
+    case Coll::Send:
+      return "send";
+    case Coll::Recv:
+      return "recv";
   }
   return "?";
 }
 
 const char* op_kind_name(OpKind k) {
   switch (k) {
-    case OpKind::Send: return "send";
-    case OpKind::Recv: return "recv";
-    case OpKind::RecvReduce: return "recv_reduce";
-    case OpKind::RecvReduceSend: return "recv_reduce_send";
-    case OpKind::RecvCopySend: return "recv_copy_send";
-    case OpKind::Copy: return "copy";
-    case OpKind::Reduce: return "reduce";
-    case OpKind::Scale: return "scale";
+    case OpKind::Send:
+      return "send";
+    case OpKind::Recv:
+      return "recv";
+    case OpKind::RecvReduce:
+      return "recv_reduce";
+    case OpKind::RecvReduceSend:
+      return "recv_reduce_send";
+    case OpKind::RecvCopySend:
+      return "recv_copy_send";
+    case OpKind::Copy:
+      return "copy";
+    case OpKind::Reduce:
+      return "reduce";
+    case OpKind::Scale:
+      return "scale";
   }
   return "?";
 }
@@ -45,7 +61,8 @@ std::string dump(const Schedule& s) {
   const std::vector<uint32_t> folds = fold_lengths(s);  // shown: they run as one reduction
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
-    if (folds[i]) out += fmt::format("      fold of {} steps, {} inputs:\n", folds[i], fold_inputs(s, i, folds[i]).size());
+    if (folds[i])
+      out += fmt::format("      fold of {} steps, {} inputs:\n", folds[i], fold_inputs(s, i, folds[i]).size());
     bool send = st.kind == OpKind::Send;
     bool in = !send && st.peer >= 0;
     int to = send ? st.peer : st.peer_out;

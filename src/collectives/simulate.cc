@@ -77,7 +77,7 @@ struct Machine {
               st.kind == OpKind::RecvCopySend;
     if (in) chan[key(st.peer, r)].pop_front();
     clock[r] = start + (st.kind == OpKind::Send ? 0 : static_cast<double>(st.count * es) * c.gamma);
-    int to = st.kind == OpKind::Send ? st.peer
+    int to = st.kind == OpKind::Send                                                  ? st.peer
              : (st.kind == OpKind::RecvReduceSend || st.kind == OpKind::RecvCopySend) ? st.peer_out
                                                                                       : -1;
     if (to >= 0) send(r, to, st.count);

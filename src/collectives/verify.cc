@@ -5,8 +5,8 @@
 #include "collectives/folds.h"
 
 #include <optional>
-#include <unordered_map>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace coral::collectives {
 
@@ -118,11 +118,11 @@ struct Sim {
     if (rs.pc >= rs.sched.steps.size()) return false;
     const Step& s = rs.sched.steps[rs.pc];
     auto where = [&] { return fmt::format("rank {} step {} ({})", r, rs.pc, op_kind_name(s.kind)); };
-    bool needs_in = s.kind == OpKind::Recv || s.kind == OpKind::RecvReduce ||
-                    s.kind == OpKind::RecvReduceSend || s.kind == OpKind::RecvCopySend;
-    int out = s.kind == OpKind::Send ? s.peer
+    bool needs_in = s.kind == OpKind::Recv || s.kind == OpKind::RecvReduce || s.kind == OpKind::RecvReduceSend ||
+                    s.kind == OpKind::RecvCopySend;
+    int out = s.kind == OpKind::Send                                                 ? s.peer
               : (s.kind == OpKind::RecvReduceSend || s.kind == OpKind::RecvCopySend) ? s.peer_out
-                                                                                    : -1;
+                                                                                     : -1;
     for (int peer : {needs_in ? s.peer : -1, out}) {
       if (peer != -1 && (peer < 0 || peer >= p || peer == r)) {
         err = where() + fmt::format(": bad peer {}", peer);
@@ -158,15 +158,22 @@ struct Sim {
     try {
       if (s.dst.buf != Buf::None)
         for (size_t i = 0; i < s.count; ++i)
-          if (uint8_t* f = rs.pin(rs.at(s.dst, i)); f && *f) e = "overwrites the source of an earlier in-place (stable_src) send";
+          if (uint8_t* f = rs.pin(rs.at(s.dst, i)); f && *f)
+            e = "overwrites the source of an earlier in-place (stable_src) send";
       if (s.kind == OpKind::Send && s.stable_src)
         for (size_t i = 0; i < s.count; ++i)
           if (uint8_t* f = rs.pin(rs.at(s.src, i))) *f = 1;
       for (size_t i = 0; i < s.count; ++i) {
         switch (s.kind) {
-          case OpKind::Send: outmsg.push_back(rs.at(s.src, i)); break;
-          case OpKind::Recv: rs.at(s.dst, i) = in[i]; break;
-          case OpKind::RecvReduce: rs.at(s.dst, i) = combine(in[i], rs.at(s.src, i), &e); break;
+          case OpKind::Send:
+            outmsg.push_back(rs.at(s.src, i));
+            break;
+          case OpKind::Recv:
+            rs.at(s.dst, i) = in[i];
+            break;
+          case OpKind::RecvReduce:
+            rs.at(s.dst, i) = combine(in[i], rs.at(s.src, i), &e);
+            break;
           case OpKind::RecvReduceSend: {
             Elem v = combine(in[i], rs.at(s.src, i), &e);
             if (s.dst.buf != Buf::None) rs.at(s.dst, i) = v;
@@ -177,9 +184,15 @@ struct Sim {
             if (s.dst.buf != Buf::None) rs.at(s.dst, i) = in[i];
             outmsg.push_back(in[i]);
             break;
-          case OpKind::Copy: rs.at(s.dst, i) = rs.at(s.src, i); break;
-          case OpKind::Reduce: rs.at(s.dst, i) = combine(rs.at(s.src, i), rs.at(s.src2, i), &e); break;
-          case OpKind::Scale: rs.at(s.dst, i).scaled++; break;
+          case OpKind::Copy:
+            rs.at(s.dst, i) = rs.at(s.src, i);
+            break;
+          case OpKind::Reduce:
+            rs.at(s.dst, i) = combine(rs.at(s.src, i), rs.at(s.src2, i), &e);
+            break;
+          case OpKind::Scale:
+            rs.at(s.dst, i).scaled++;
+            break;
         }
       }
       if (s.kind == OpKind::Send && s.src.buf == Buf::None) outmsg.clear();
@@ -221,11 +234,11 @@ struct Sim {
 }  // namespace
 
 VerifyResult verify(const CollArgs& args, Algo algo, bool in_place) {
-  return verify_with(args, [algo](const CollArgs& a) { return build(a, algo); }, in_place);
+  return verify_with(
+      args, [algo](const CollArgs& a) { return build(a, algo); }, in_place);
 }
 
-VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(const CollArgs&)>& builder,
-                         bool in_place) {
+VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(const CollArgs&)>& builder, bool in_place) {
   const int p = args.nranks;
   Sim sim(p);
   const size_t n = args.count;
@@ -237,8 +250,8 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
     rs.send_len = rs.sched.send_elems;
     rs.recv_len = rs.sched.recv_elems;
     rs.scratch.assign(rs.sched.scratch_elems, Elem{});
-    bool alias = in_place && args.coll != Coll::Barrier && args.coll != Coll::Send &&
-                 args.coll != Coll::Recv && !(args.coll == Coll::Reduce && r != args.root);
+    bool alias = in_place && args.coll != Coll::Barrier && args.coll != Coll::Send && args.coll != Coll::Recv &&
+                 !(args.coll == Coll::Reduce && r != args.root);
     if (!alias) {
       rs.mem.assign(rs.send_len + rs.recv_len, Elem{});
       rs.recv_at = rs.send_len;
@@ -299,22 +312,35 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
       std::optional<Elem> want;
       Elem got;
       switch (args.coll) {
-        case Coll::AllReduce: want = sums[i]; got = rs.result(i); break;
-        case Coll::ReduceScatter: want = expect_sum(r * n + i); got = rs.result(i); break;
-        case Coll::Broadcast: want = Elem{input_key(args.root, i), 1, 0, false}; got = rs.result(i); break;
+        case Coll::AllReduce:
+          want = sums[i];
+          got = rs.result(i);
+          break;
+        case Coll::ReduceScatter:
+          want = expect_sum(r * n + i);
+          got = rs.result(i);
+          break;
+        case Coll::Broadcast:
+          want = Elem{input_key(args.root, i), 1, 0, false};
+          got = rs.result(i);
+          break;
         case Coll::Reduce:
-          if (r == args.root) { want = sums[i]; got = rs.result(i); }
+          if (r == args.root) {
+            want = sums[i];
+            got = rs.result(i);
+          }
           break;
         case Coll::AllGather:
           for (int q = 0; q < p; ++q)
             if (!(rs.result(q * n + i) == Elem{input_key(q, i), 1, 0, false}))
               return {false, fmt::format("rank {} element {} of block {} is wrong", r, i, q)};
           break;
-        default: break;
+        default:
+          break;
       }
       if (want && !(got == *want))
-        return {false, fmt::format("rank {} element {}: {} contributions{}{}, expected {}", r, i,
-                                   got.n, got.garbage ? " (never written)" : "",
+        return {false, fmt::format("rank {} element {}: {} contributions{}{}, expected {}", r, i, got.n,
+                                   got.garbage ? " (never written)" : "",
                                    got.scaled != want->scaled ? " (wrong averaging)" : "", want->n)};
     }
   }

@@ -17,7 +17,6 @@ struct VerifyResult {
 // args gives the collective, count, op, root, nranks and chunk; rank is ignored.
 VerifyResult verify(const CollArgs& args, Algo algo, bool in_place);
 // The same over any builder (tests feed deliberately broken ones).
-VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(const CollArgs&)>& builder,
-                         bool in_place);
+VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(const CollArgs&)>& builder, bool in_place);
 
 }  // namespace coral::collectives

@@ -5,13 +5,13 @@
 #include <map>
 #include <mutex>
 
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "bootstrap/launcher_env.h"
 #include "bootstrap/tcp_store.h"
 #include "core/communicator.h"
 #include "core/guard.h"
-#include "base/config.h"
-#include "base/error.h"
-#include "base/log.h"
 #include "gpu/runtime.h"
 #include "kernels/reduce.h"
 
@@ -54,10 +54,12 @@ coral::Communicator& need(coralComm* comm) {
 }
 
 void check_type(coralDataType_t t) {
-  if (!coral::kernels::valid_dtype(t)) fail(coralInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(t)));
+  if (!coral::kernels::valid_dtype(t))
+    fail(coralInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(t)));
 }
 void check_op(coralRedOp_t op) {
-  if (!coral::kernels::valid_op(op)) fail(coralInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(op)));
+  if (!coral::kernels::valid_op(op))
+    fail(coralInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(op)));
 }
 void check_buf(const void* p, size_t count, const char* name) {
   if (!p && count > 0) fail(coralInvalidArgument, std::string(name) + " is NULL with count > 0");
@@ -87,7 +89,8 @@ int buffers_device(coral::Communicator& c, const coral::Call& call, void* stream
   if (dev[0] != -2 && dev[1] != -2 && (dev[0] < 0) != (dev[1] < 0)) {
     const int g = dev[0] < 0 ? 1 : 0;  // the one on the GPU
     fail(coralInvalidArgument, fmt::format("{} is host memory but {} is on GPU {}: pass both on the GPU or both on "
-                                           "the host", names[1 - g], names[g], dev[g]));
+                                           "the host",
+                                           names[1 - g], names[g], dev[g]));
   }
   int d = std::max(dev[0], dev[1]);
   if (d < 0) return -1;
@@ -96,27 +99,31 @@ int buffers_device(coral::Communicator& c, const coral::Call& call, void* stream
     if (dev[i] < 0) continue;
     if (comm_dev >= 0 && dev[i] != comm_dev)
       fail(coralInvalidArgument, fmt::format("{} is on GPU {} but this communicator uses GPU {}: keep one GPU per "
-                                             "communicator", names[i], dev[i], comm_dev));
+                                             "communicator",
+                                             names[i], dev[i], comm_dev));
     if (dev[i] != current)
       fail(coralInvalidArgument, fmt::format("{} is on GPU {} but the current device is GPU {}: call "
-                                             "cudaSetDevice({}) first", names[i], dev[i], current, dev[i]));
+                                             "cudaSetDevice({}) first",
+                                             names[i], dev[i], current, dev[i]));
   }
   return d;
 }
 
 void check_root(const coral::Communicator& c, int root, const char* what) {
   if (root < 0 || root >= c.nranks())
-    fail(coralInvalidArgument, std::string(what) + " " + std::to_string(root) + " is out of range [0, " +
-                                   std::to_string(c.nranks()) + ")");
+    fail(coralInvalidArgument,
+         std::string(what) + " " + std::to_string(root) + " is out of range [0, " + std::to_string(c.nranks()) + ")");
 }
 
 // Validates and builds the call for each collective.
-coral::Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n,
-                      coralDataType_t t, coralRedOp_t op, int root) {
+coral::Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
+                      int root) {
   coral::Communicator& c = need(comm);
   check_type(t);
-  if (coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce) check_op(op);
-  else op = coralSum;
+  if (coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce)
+    check_op(op);
+  else
+    op = coralSum;
   size_t factor = (coll == Coll::ReduceScatter || coll == Coll::AllGather) ? c.nranks() : 1;
   check_bytes(n, t, factor);
   switch (coll) {
@@ -147,14 +154,16 @@ coral::Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t
   return coral::make_call(coll, s, r, n, t, op, root);
 }
 
-coralResult_t blocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n,
-                       coralDataType_t t, coralRedOp_t op, int root, void* stream) {
+coralResult_t blocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n, coralDataType_t t,
+                       coralRedOp_t op, int root, void* stream) {
   return guard(comm, fn, [&] {
     coral::Call call = validated(comm, coll, s, r, n, t, op, root);
     int dev = buffers_device(*comm->impl, call, stream);
     // Device buffers with stream NULL follow NCCL: the legacy default stream.
-    if (stream || dev >= 0) comm->impl->run_on_stream(call, stream, dev >= 0);
-    else comm->impl->run(call);
+    if (stream || dev >= 0)
+      comm->impl->run_on_stream(call, stream, dev >= 0);
+    else
+      comm->impl->run(call);
   });
 }
 
@@ -165,8 +174,9 @@ coralResult_t nonblocking(const char* fn, coralComm* comm, Coll coll, const void
     *req = nullptr;
     coral::Call call = validated(comm, coll, s, r, n, t, op, root);
     if (buffers_device(*comm->impl, call, nullptr) >= 0)
-      fail(coralInvalidArgument, "non-blocking calls take host buffers; device buffers go through the blocking "
-                                 "calls with a stream, which return at once");
+      fail(coralInvalidArgument,
+           "non-blocking calls take host buffers; device buffers go through the blocking "
+           "calls with a stream, which return at once");
     *req = new coralRequest{comm->impl->submit(call), comm};
   });
 }
@@ -177,16 +187,26 @@ extern "C" {
 
 const char* coralGetErrorString(coralResult_t r) {
   switch (r) {
-    case coralSuccess: return "no error";
-    case coralUnhandledCudaError: return "unhandled cuda error";
-    case coralSystemError: return "unhandled system error";
-    case coralInternalError: return "internal error";
-    case coralInvalidArgument: return "invalid argument";
-    case coralInvalidUsage: return "invalid usage";
-    case coralRemoteError: return "remote process exited or there was a network error";
-    case coralInProgress: return "operation in progress";
-    case coralTimeout: return "operation timed out";
-    default: return "unknown result code";
+    case coralSuccess:
+      return "no error";
+    case coralUnhandledCudaError:
+      return "unhandled cuda error";
+    case coralSystemError:
+      return "unhandled system error";
+    case coralInternalError:
+      return "internal error";
+    case coralInvalidArgument:
+      return "invalid argument";
+    case coralInvalidUsage:
+      return "invalid usage";
+    case coralRemoteError:
+      return "remote process exited or there was a network error";
+    case coralInProgress:
+      return "operation in progress";
+    case coralTimeout:
+      return "operation timed out";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -223,7 +243,8 @@ coralResult_t coralCommInitRank(coralComm_t* comm, int nranks, coralUniqueId com
     *comm = nullptr;
     if (nranks < 1) fail(coralInvalidArgument, "nranks " + std::to_string(nranks) + " must be >= 1");
     if (rank < 0 || rank >= nranks)
-      fail(coralInvalidArgument, "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(nranks) + ")");
+      fail(coralInvalidArgument,
+           "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(nranks) + ")");
     IdLayout l;
     std::memcpy(&l, commId.internal, sizeof l);
     if (std::memcmp(l.magic, kIdMagic, sizeof kIdMagic) != 0 || !memchr(l.addr, 0, sizeof l.addr))
@@ -252,7 +273,8 @@ coralResult_t coralCommInitEnv(coralComm_t* comm) {
         if (!path.empty()) unlink(path.c_str());
       }
     } unlink_file{rdv.cleanup_file};
-    auto impl = std::make_unique<coral::Communicator>(rdv.store, next_prefix(rdv.job_key, env.rank), env.rank, env.size);
+    auto impl =
+        std::make_unique<coral::Communicator>(rdv.store, next_prefix(rdv.job_key, env.rank), env.rank, env.size);
     *comm = new coralComm{std::move(impl)};
   });
 }
@@ -293,19 +315,23 @@ coralResult_t coralCommGetAsyncError(coralComm_t comm, coralResult_t* err) {
   });
 }
 
-coralResult_t coralAllReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm, void* stream) {
+coralResult_t coralAllReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm,
+                             void* stream) {
   return blocking("coralAllReduce", comm, Coll::AllReduce, s, r, n, t, op, 0, stream);
 }
-coralResult_t coralReduceScatter(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm, void* stream) {
+coralResult_t coralReduceScatter(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm,
+                                 void* stream) {
   return blocking("coralReduceScatter", comm, Coll::ReduceScatter, s, r, n, t, op, 0, stream);
 }
 coralResult_t coralAllGather(const void* s, void* r, size_t n, coralDataType_t t, coralComm_t comm, void* stream) {
   return blocking("coralAllGather", comm, Coll::AllGather, s, r, n, t, coralSum, 0, stream);
 }
-coralResult_t coralBroadcast(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm, void* stream) {
+coralResult_t coralBroadcast(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm,
+                             void* stream) {
   return blocking("coralBroadcast", comm, Coll::Broadcast, s, r, n, t, coralSum, root, stream);
 }
-coralResult_t coralReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root, coralComm_t comm, void* stream) {
+coralResult_t coralReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root,
+                          coralComm_t comm, void* stream) {
   return blocking("coralReduce", comm, Coll::Reduce, s, r, n, t, op, root, stream);
 }
 coralResult_t coralSend(const void* s, size_t n, coralDataType_t t, int peer, coralComm_t comm, void* stream) {
@@ -318,19 +344,24 @@ coralResult_t coralBarrier(coralComm_t comm) {
   return blocking("coralBarrier", comm, Coll::Barrier, nullptr, nullptr, 0, coralUint8, coralSum, 0, nullptr);
 }
 
-coralResult_t coralIAllReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm, coralRequest_t* q) {
+coralResult_t coralIAllReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm,
+                              coralRequest_t* q) {
   return nonblocking("coralIAllReduce", comm, Coll::AllReduce, s, r, n, t, op, 0, q);
 }
-coralResult_t coralIReduceScatter(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, coralComm_t comm, coralRequest_t* q) {
+coralResult_t coralIReduceScatter(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
+                                  coralComm_t comm, coralRequest_t* q) {
   return nonblocking("coralIReduceScatter", comm, Coll::ReduceScatter, s, r, n, t, op, 0, q);
 }
-coralResult_t coralIAllGather(const void* s, void* r, size_t n, coralDataType_t t, coralComm_t comm, coralRequest_t* q) {
+coralResult_t coralIAllGather(const void* s, void* r, size_t n, coralDataType_t t, coralComm_t comm,
+                              coralRequest_t* q) {
   return nonblocking("coralIAllGather", comm, Coll::AllGather, s, r, n, t, coralSum, 0, q);
 }
-coralResult_t coralIBroadcast(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm, coralRequest_t* q) {
+coralResult_t coralIBroadcast(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm,
+                              coralRequest_t* q) {
   return nonblocking("coralIBroadcast", comm, Coll::Broadcast, s, r, n, t, coralSum, root, q);
 }
-coralResult_t coralIReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root, coralComm_t comm, coralRequest_t* q) {
+coralResult_t coralIReduce(const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root,
+                           coralComm_t comm, coralRequest_t* q) {
   return nonblocking("coralIReduce", comm, Coll::Reduce, s, r, n, t, op, root, q);
 }
 
@@ -352,22 +383,25 @@ coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQu
                                        Coll::Reduce};
       static_assert(std::size(colls) == coralNumCollectives);
       if (args->collective < 0 || args->collective >= coralNumCollectives)
-        fail(coralInvalidArgument, fmt::format("args->collective {} is not a coralCollective_t", static_cast<int>(args->collective)));
+        fail(coralInvalidArgument,
+             fmt::format("args->collective {} is not a coralCollective_t", static_cast<int>(args->collective)));
       if (!coral::kernels::valid_dtype(args->datatype))
-        fail(coralInvalidArgument, fmt::format("args->datatype {} is not a coralDataType_t", static_cast<int>(args->datatype)));
+        fail(coralInvalidArgument,
+             fmt::format("args->datatype {} is not a coralDataType_t", static_cast<int>(args->datatype)));
       if (!coral::kernels::valid_op(args->op))
         fail(coralInvalidArgument, fmt::format("args->op {} is not a coralRedOp_t", static_cast<int>(args->op)));
       coral::Call call = coral::make_call(colls[args->collective], nullptr, nullptr, args->count, args->datatype,
                                           args->op, args->root);
       const auto info = c.query(call.args, args->device != 0);
-      out = query == coralQueryAlgorithm ? coral::collectives::algo_name(info.algo)
+      out = query == coralQueryAlgorithm    ? coral::collectives::algo_name(info.algo)
             : query == coralQueryChunkBytes ? std::to_string(info.chunk_bytes)
                                             : (info.tuning ? "1" : "0");
     } else {
       fail(coralInvalidArgument, fmt::format("query {} is not a coralQuery_t", static_cast<int>(query)));
     }
     if (out.size() + 1 > size)
-      fail(coralInvalidArgument, fmt::format("size {} is too small for the answer ({} bytes with its NUL)", size, out.size() + 1));
+      fail(coralInvalidArgument,
+           fmt::format("size {} is too small for the answer ({} bytes with its NUL)", size, out.size() + 1));
     std::memcpy(value, out.c_str(), out.size() + 1);
   });
 }

@@ -7,17 +7,17 @@
 #include <map>
 #include <optional>
 
+#include "base/config.h"
+#include "base/error.h"
+#include "base/host_id.h"
+#include "base/log.h"
+#include "base/settings.h"
+#include "base/wait.h"
 #include "bootstrap/exchange.h"
 #include "collectives/registry.h"
-#include "base/config.h"
-#include "base/settings.h"
-#include "base/error.h"
 #include "core/executor.h"
 #include "core/gpu_state.h"
 #include "gpu/mem_ops.h"
-#include "base/host_id.h"
-#include "base/log.h"
-#include "base/wait.h"
 #include "kernels/reduce.h"
 
 namespace coral {
@@ -31,7 +31,8 @@ using Clock = std::chrono::steady_clock;
 
 // The settings that decide which schedule a call runs. Ranks that disagree on one would run
 // different schedules and wait on each other until the timeout, so they are compared at start.
-std::vector<std::pair<std::string, std::string>> schedule_settings(const collectives::TuneParams& t, size_t chunk, bool probe) {
+std::vector<std::pair<std::string, std::string>> schedule_settings(const collectives::TuneParams& t, size_t chunk,
+                                                                   bool probe) {
   std::string algo = collectives::algo_name(t.forced);
   for (const collectives::SizeRule& r : t.rules)
     algo += fmt::format(";{}:{}-{}:{}", collectives::coll_name(r.coll), r.lo, r.hi, collectives::algo_name(r.algo));
@@ -99,9 +100,11 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   pause_polls_ = local > ncpu ? 0 : 1000;
   tune.single_host = local == nranks;
   std::map<std::string, int> host_ids;
-  for (const auto& q : peers) host_index_.push_back(host_ids.emplace(q.host_id, static_cast<int>(host_ids.size())).first->second);
+  for (const auto& q : peers)
+    host_index_.push_back(host_ids.emplace(q.host_id, static_cast<int>(host_ids.size())).first->second);
   tune.hosts = static_cast<int>(host_ids.size());
-  log::info(log::Init, "{} local ranks on {} cpus: {}", local, ncpu, pause_polls_ ? "spin, then yield" : "yield at once");
+  log::info(log::Init, "{} local ranks on {} cpus: {}", local, ncpu,
+            pause_polls_ ? "spin, then yield" : "yield at once");
   p2p_seq_send_.assign(nranks, 0);
   p2p_seq_recv_.assign(nranks, 0);
   // Host-memory transports: the ranks of a host share its network interface.
@@ -191,8 +194,8 @@ Communicator::CallInfo Communicator::query(collectives::CollArgs a, bool device)
 }
 
 Communicator::Cached& Communicator::schedule_for(const collectives::CollArgs& a, collectives::Algo algo) {
-  auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
-                             static_cast<int>(a.op), a.root, static_cast<int>(algo), a.chunk);
+  auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op),
+                             a.root, static_cast<int>(algo), a.chunk);
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     if (cache_.size() > 256) cache_.clear();
@@ -216,7 +219,8 @@ void Communicator::execute(Call& c, bool background, bool device) {
   const size_t es = kernels::dtype_size(a.dtype);
   // Training loops repeat one call: its algorithm, chunk and schedule are looked up once.
   const size_t max_bytes = device ? gpu_->chunk_bytes : chunk_bytes();
-  const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root, max_bytes};
+  const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
+                    static_cast<int>(a.op),   a.root,  max_bytes};
   collectives::Trial* trial = nullptr;
   if (!last_ || key != last_key_) {
     const collectives::Decision d = tuner_.decide(a, max_bytes, !device && !agreeing_);
@@ -230,9 +234,12 @@ void Communicator::execute(Call& c, bool background, bool device) {
   if (trial) last_ = nullptr;
   a.chunk = cached.chunk;
   uint64_t salt;
-  if (a.coll == collectives::Coll::Send) salt = p2p_seq_send_[a.root]++;
-  else if (a.coll == collectives::Coll::Recv) salt = p2p_seq_recv_[a.root]++;
-  else salt = coll_seq_++ * 1000003u + a.count * 31u + static_cast<uint64_t>(a.root);
+  if (a.coll == collectives::Coll::Send)
+    salt = p2p_seq_send_[a.root]++;
+  else if (a.coll == collectives::Coll::Recv)
+    salt = p2p_seq_recv_[a.root]++;
+  else
+    salt = coll_seq_++ * 1000003u + a.count * 31u + static_cast<uint64_t>(a.root);
   // Point-to-point messages match a Send with a Recv, whatever their dtypes.
   collectives::Coll tag_coll = a.coll == collectives::Coll::Recv ? collectives::Coll::Send : a.coll;
   bool p2p = a.coll == collectives::Coll::Send || a.coll == collectives::Coll::Recv;
@@ -242,8 +249,8 @@ void Communicator::execute(Call& c, bool background, bool device) {
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
   // caller's computation, which is what non-blocking calls exist to overlap.
   PeerMonitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_,
-              collectives::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
-              background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate);
+                  collectives::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
+                  background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate);
   mon.tag = tag;
   const auto start = trial ? Clock::now() : Clock::time_point{};
   try {
@@ -325,8 +332,10 @@ void Communicator::run_queued(std::shared_ptr<Request>& req) {
   std::string err;
   try {
     std::lock_guard<std::mutex> lock(exec_mu_);
-    if (req->ready) run_stream_call(*req);
-    else execute(req->call, true);
+    if (req->ready)
+      run_stream_call(*req);
+    else
+      execute(req->call, true);
   } catch (const Error& e) {
     rc = e.code();
     err = e.what();

@@ -11,11 +11,11 @@
 #include <thread>
 #include <tuple>
 
+#include "base/settings.h"
+#include "bootstrap/store.h"
 #include "collectives/tuner/tuner.h"
 #include "core/executor.h"
 #include "core/progress.h"
-#include "base/settings.h"
-#include "bootstrap/store.h"
 #include "transport/transport.h"
 
 namespace coral {
@@ -95,7 +95,7 @@ class Communicator {
   double timeout_s_;
   collectives::Tuner tuner_;
   std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
-  transport::LinkSet host_;  // host-buffer links to every peer
+  transport::LinkSet host_;      // host-buffer links to every peer
   uint64_t coll_seq_ = 0;
   std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;
   std::unique_ptr<GpuState> gpu_;

@@ -76,14 +76,16 @@ struct DeviceMem {
 };
 
 // Out of line: the message receive() got is not the one the schedule expects.
-[[noreturn, gnu::cold, gnu::noinline]] void mismatch(int peer, const transport::Message& m, size_t bytes, uint64_t tag) {
+[[noreturn, gnu::cold, gnu::noinline]] void mismatch(int peer, const transport::Message& m, size_t bytes,
+                                                     uint64_t tag) {
   std::string theirs = describe_tag(m.tag), ours = describe_tag(tag);
-  fail(coralInvalidUsage,
-       theirs != ours
-           ? fmt::format("rank {} sent data for '{}' while this rank runs '{}': ranks called "
-                         "different collectives", peer, theirs, ours)
-           : fmt::format("rank {} sent {} bytes where {} were expected: ranks passed different "
-                         "counts or roots to '{}'", peer, m.bytes, bytes, ours));
+  fail(coralInvalidUsage, theirs != ours
+                              ? fmt::format("rank {} sent data for '{}' while this rank runs '{}': ranks called "
+                                            "different collectives",
+                                            peer, theirs, ours)
+                              : fmt::format("rank {} sent {} bytes where {} were expected: ranks passed different "
+                                            "counts or roots to '{}'",
+                                            peer, m.bytes, bytes, ours));
 }
 
 // The run of posted sends of one buffer (the one-shot all-reduce's) that begins at step i: its
@@ -126,8 +128,10 @@ struct Runner {
   }
 
   void release(size_t i, bool post) const {
-    if (post) peer_link(i).post_release();
-    else peer_link(i).recv_release();
+    if (post)
+      peer_link(i).post_release();
+    else
+      peer_link(i).recv_release();
   }
 
   std::byte* reserve(transport::Link& l, size_t bytes) const {
@@ -160,8 +164,10 @@ struct Runner {
       case OpKind::Recv: {
         const bool post = as_post(i);
         transport::Message m = receive(i, bytes, false, post);
-        if (m.data) mem.from_slot(dst, m.data, bytes);
-        else peer_link(i).recv_read(m, dst);
+        if (m.data)
+          mem.from_slot(dst, m.data, bytes);
+        else
+          peer_link(i).recv_read(m, dst);
         mem.fence();
         release(i, post);
         break;
@@ -297,7 +303,8 @@ Plan compile(const collectives::Schedule& s, const std::vector<transport::Link*>
     std::vector<collectives::FoldInput> in = collectives::fold_inputs(s, i, folds[i]);
     p.ops[i].fold = folds[i];
     p.ops[i].fold_at = static_cast<uint32_t>(p.folds.size());
-    p.folds.push_back({static_cast<uint32_t>(p.inputs.size()), static_cast<uint32_t>(in.size()), s.steps[i + folds[i] - 1].dst});
+    p.folds.push_back(
+        {static_cast<uint32_t>(p.inputs.size()), static_cast<uint32_t>(in.size()), s.steps[i + folds[i] - 1].dst});
     for (const collectives::FoldInput& f : in) {
       if (f.step < 0) {
         p.inputs.push_back({nullptr, false, -1, f.local});
@@ -343,7 +350,8 @@ void execute(const collectives::Schedule& s, const ExecArgs& x) {
     return;
   }
   const kernels::Table& k = kernels::active();
-  Runner<HostMem>{x, es, HostMem{x.dtype, k.reduce[x.dtype][x.op], k.reduce_many[x.dtype][x.op]}, s.steps, plan}.run_all();
+  Runner<HostMem>{x, es, HostMem{x.dtype, k.reduce[x.dtype][x.op], k.reduce_many[x.dtype][x.op]}, s.steps, plan}
+      .run_all();
 }
 
 }  // namespace coral

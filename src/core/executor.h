@@ -20,11 +20,11 @@ struct Plan {
     transport::Link* out = nullptr;   // its peer_out's, if any
     bool post = false;                // goes through the link's poster
     uint32_t run = 0;                 // the first of a run of posted sends of one buffer: its length
-    uint32_t npeers = 0;   // that run's steps that post: through `poster`, to its readers `readers`
+    uint32_t npeers = 0;              // that run's steps that post: through `poster`, to its readers `readers`
     uint32_t readers = 0;
     transport::Poster* poster = nullptr;  // null: no step of the run posts
-    uint32_t fold = 0;                // the first step of a fold (collectives/folds.h): its length
-    uint32_t fold_at = 0;             // and its entry in folds
+    uint32_t fold = 0;                    // the first step of a fold (collectives/folds.h): its length
+    uint32_t fold_at = 0;                 // and its entry in folds
   };
   const std::vector<transport::Link*>* links = nullptr;  // resolved against these
   size_t es = 0;
@@ -52,11 +52,11 @@ struct ExecArgs {
   coralDataType_t dtype;
   coralRedOp_t op;
   int nranks;
-  uint64_t tag;  // expected on every message of this operation
+  uint64_t tag;                                // expected on every message of this operation
   const std::vector<transport::Link*>* links;  // by peer rank
   WaitMonitor* monitor;
   kernels::MemOps* mem = nullptr;  // nullptr: host memory
-  const Plan* plan = nullptr;  // from compile() for this schedule and these links, or nullptr
+  const Plan* plan = nullptr;      // from compile() for this schedule and these links, or nullptr
 };
 
 // Tag layout: collective in bits 56-63, dtype 48-55, op 40-47, a hash of the rest below.

@@ -9,11 +9,11 @@
 
 #include <array>
 
-#include "core/communicator.h"
 #include "base/config.h"
 #include "base/error.h"
-#include "core/gpu_state.h"
 #include "base/log.h"
+#include "core/communicator.h"
+#include "core/gpu_state.h"
 #include "kernels/reduce.h"
 
 namespace coral {
@@ -74,8 +74,10 @@ void Communicator::run_stream_call(Request& r) {
       execute(r.call, true);
       return;
     }
-    if (gpu_->all_local) execute(r.call, true, true);
-    else staged(r.call);
+    if (gpu_->all_local)
+      execute(r.call, true, true);
+    else
+      staged(r.call);
   } catch (const Error& e) {
     {
       std::lock_guard<std::mutex> lock(state_mu_);
@@ -107,8 +109,9 @@ void Communicator::connect_device_links() {
   // Sized now, in the caller's thread (see gpu_state.h): the folds' scratch is at most a chunk.
   if (g.all_local) g.scratch.get(g.chunk_bytes);
   g.connected = true;
-  log::info(log::Init, "device buffers: {}", g.all_local ? fmt::format("cuda_ipc with {} local peers", local.size())
-                                                         : "staged through pinned host memory (ranks on other hosts)");
+  log::info(log::Init, "device buffers: {}",
+            g.all_local ? fmt::format("cuda_ipc with {} local peers", local.size())
+                        : "staged through pinned host memory (ranks on other hosts)");
 }
 
 namespace {
@@ -125,14 +128,22 @@ Extent extent(const Call& c, int rank, int nranks) {
   const size_t n = a.count;
   using collectives::Coll;
   switch (a.coll) {
-    case Coll::AllReduce: return {n, n, true};
-    case Coll::Broadcast: return {rank == a.root ? n : 0, n, true};
-    case Coll::Reduce: return {n, rank == a.root ? n : 0, true};
-    case Coll::Send: return {n, 0, true};
-    case Coll::Recv: return {0, n, true};
-    case Coll::ReduceScatter: return {n * nranks, n, false};
-    case Coll::AllGather: return {n, n * nranks, false};
-    case Coll::Barrier: return {0, 0, true};
+    case Coll::AllReduce:
+      return {n, n, true};
+    case Coll::Broadcast:
+      return {rank == a.root ? n : 0, n, true};
+    case Coll::Reduce:
+      return {n, rank == a.root ? n : 0, true};
+    case Coll::Send:
+      return {n, 0, true};
+    case Coll::Recv:
+      return {0, n, true};
+    case Coll::ReduceScatter:
+      return {n * nranks, n, false};
+    case Coll::AllGather:
+      return {n, n * nranks, false};
+    case Coll::Barrier:
+      return {0, 0, true};
   }
   return {};
 }

@@ -82,8 +82,8 @@ using PinnedBuffer = GrowBuffer<gpu::alloc_pinned, gpu::free_pinned>;
 struct GpuState {
   explicit GpuState(int dev) : device(dev) {}
   int device;
-  gpu::Stream stream;  // the progress thread's: kernels and copies of every device call
-  gpu::HostFlag flag;  // callers' streams wait on it
+  gpu::Stream stream;   // the progress thread's: kernels and copies of every device call
+  gpu::HostFlag flag;   // callers' streams wait on it
   uint64_t issued = 0;  // stream calls handed to the progress thread (under the progress queue's lock)
   // cuda_ipc links to every peer on this host, made at the first device-buffer call.
   bool connected = false;
@@ -93,10 +93,10 @@ struct GpuState {
   std::vector<transport::Domain*> domain_of;
   size_t chunk_bytes = 0;
   std::shared_ptr<EventPool> events = std::make_shared<EventPool>();
-  DeviceBuffer scratch;  // one-shot and two-shot fold here: at most chunk_bytes
+  DeviceBuffer scratch;   // one-shot and two-shot fold here: at most chunk_bytes
   PinnedBuffer stage[4];  // send and receive staging, double-buffered
-  gpu::Event staged[2];  // piece k copied to pinned memory
-  gpu::Event landed[2];  // piece k copied back to the GPU
+  gpu::Event staged[2];   // piece k copied to pinned memory
+  gpu::Event landed[2];   // piece k copied back to the GPU
 };
 
 }  // namespace coral

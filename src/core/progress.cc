@@ -76,8 +76,10 @@ void PeerMonitor::poll_others(const void* self) {
 }
 
 void PeerMonitor::yield_core(int peer) {
-  if (cpu_gate_) cpu_gate_->give_way(peer);
-  else sched_yield();
+  if (cpu_gate_)
+    cpu_gate_->give_way(peer);
+  else
+    sched_yield();
 }
 
 void PeerMonitor::check(int peer) {
@@ -90,7 +92,8 @@ void PeerMonitor::check(int peer) {
   if (!why.empty()) fail(coralRemoteError, fmt::format("{}: {} while rank {} waited for it", what_, why, rank_));
   if (Clock::now() > deadline_)
     fail(coralTimeout, fmt::format("{}: rank {} timed out after {} s waiting for rank {} "
-                                   "(CORAL_TIMEOUT)", what_, rank_, timeout_s_, peer));
+                                   "(CORAL_TIMEOUT)",
+                                   what_, rank_, timeout_s_, peer));
 }
 
 }  // namespace coral

@@ -125,7 +125,8 @@ IpcHandle ipc_export(void* p) {
 void* ipc_open(const IpcHandle& h) {
   uint64_t bytes;
   std::memcpy(&bytes, h.data(), 8);
-  std::string name(reinterpret_cast<const char*>(h.data()) + 8, strnlen(reinterpret_cast<const char*>(h.data()) + 8, 56));
+  std::string name(reinterpret_cast<const char*>(h.data()) + 8,
+                   strnlen(reinterpret_cast<const char*>(h.data()) + 8, 56));
   void* p = map_shared(name, bytes, false);
   std::lock_guard<std::mutex> lock(mu);
   maps()[reinterpret_cast<uintptr_t>(p)] = {bytes, ""};
@@ -160,7 +161,8 @@ constexpr Backend kEmulated{
     .event_sync = [](void*) {},
     .flag_alloc = [](volatile uint64_t*& host, void*&) { host = new uint64_t(0); },
     .flag_free = [](volatile uint64_t* host) { delete const_cast<uint64_t*>(host); },
-    .flag_wait = [](void* s, const volatile uint64_t* host, void*, uint64_t value) { emu::stream_wait(s, host, value); },
+    .flag_wait = [](void* s, const volatile uint64_t* host, void*,
+                    uint64_t value) { emu::stream_wait(s, host, value); },
     .alloc_device = emu::alloc,
     .free_device = emu::free,
     .alloc_pinned = [](size_t bytes) { return ::operator new(bytes ? bytes : 1); },

@@ -80,13 +80,13 @@ thread_local const HostFlag* t_progress_flag = nullptr;
 void may_allocate(const char* what) {
   if (t_progress_flag && t_progress_flag->parked())
     fail(coralInternalError, fmt::format("{} on the progress thread while a caller's stream waits for it "
-                                         "(a deadlock in the CUDA driver): allocate before parking", what));
+                                         "(a deadlock in the CUDA driver): allocate before parking",
+                                         what));
 }
 void may_release(const char* what) {
   if (!t_progress_flag || !t_progress_flag->parked()) return;
-  const std::string msg =
-      fmt::format("{} on the progress thread while a caller's stream waits for it: this can deadlock in the CUDA driver",
-                  what);
+  const std::string msg = fmt::format(
+      "{} on the progress thread while a caller's stream waits for it: this can deadlock in the CUDA driver", what);
   if (backend().abort_on_parked_release) {
     std::fprintf(stderr, "coral: %s\n", msg.c_str());
     std::abort();
@@ -126,17 +126,29 @@ bool built() {
 bool usable() { return backend().usable(); }
 std::string why_not() { return backend().why_not(); }
 int device_of(const void* p) { return p ? backend().device_of(p) : -1; }
-void load_kernels() { may_allocate("loading the CUDA kernels"); backend().load_kernels(); }
+void load_kernels() {
+  may_allocate("loading the CUDA kernels");
+  backend().load_kernels();
+}
 int current_device() { return backend().current_device(); }
 void set_device(int device) { backend().set_device(device); }
 int device_count() { return backend().device_count(); }
 
-Stream::Stream() { may_allocate("cudaStreamCreate"); s_ = backend().stream_create(); }
-Stream::~Stream() { may_release("cudaStreamDestroy"); backend().stream_destroy(s_); }
+Stream::Stream() {
+  may_allocate("cudaStreamCreate");
+  s_ = backend().stream_create();
+}
+Stream::~Stream() {
+  may_release("cudaStreamDestroy");
+  backend().stream_destroy(s_);
+}
 void Stream::sync_raw(void* s) { backend().stream_sync(s); }
 
 // e_ stays null where events have nothing to wait for (the emulated GPU).
-Event::Event() { may_allocate("cudaEventCreate"); e_ = backend().event_create(); }
+Event::Event() {
+  may_allocate("cudaEventCreate");
+  e_ = backend().event_create();
+}
 Event::~Event() {
   may_release("cudaEventDestroy");
   if (e_) backend().event_destroy(e_);

@@ -8,27 +8,44 @@
 
 namespace coral::kernels {
 
-namespace scalar { const Table* table(); }
+namespace scalar {
+const Table* table();
+}
 #ifdef CORAL_HAVE_AVX2_KERNELS
-namespace avx2 { const Table* table(); }
+namespace avx2 {
+const Table* table();
+}
 #endif
 #ifdef CORAL_HAVE_AVX512_KERNELS
-namespace avx512 { const Table* table(); }
+namespace avx512 {
+const Table* table();
+}
 #endif
 
 size_t dtype_size(coralDataType_t t) {
   switch (t) {
-    case coralInt8: case coralUint8: return 1;
-    case coralFloat16: case coralBfloat16: return 2;
-    case coralInt32: case coralUint32: case coralFloat32: return 4;
-    case coralInt64: case coralUint64: case coralFloat64: return 8;
-    default: return 0;
+    case coralInt8:
+    case coralUint8:
+      return 1;
+    case coralFloat16:
+    case coralBfloat16:
+      return 2;
+    case coralInt32:
+    case coralUint32:
+    case coralFloat32:
+      return 4;
+    case coralInt64:
+    case coralUint64:
+    case coralFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 const char* dtype_name(coralDataType_t t) {
-  static const char* names[] = {"int8",  "uint8",   "int32",  "uint32", "int64",
-                                "uint64", "half", "float", "double", "bfloat16"};
+  static const char* names[] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                "uint64", "half",  "float", "double", "bfloat16"};
   return valid_dtype(t) ? names[t] : "invalid";
 }
 
@@ -45,14 +62,18 @@ const Table* table_for(Isa isa) {
   // may use those instructions: never touch one the CPU lacks.
   if (!cpu_supports(isa)) return nullptr;
   switch (isa) {
-    case Isa::Scalar: return scalar::table();
+    case Isa::Scalar:
+      return scalar::table();
 #ifdef CORAL_HAVE_AVX2_KERNELS
-    case Isa::Avx2: return avx2::table();
+    case Isa::Avx2:
+      return avx2::table();
 #endif
 #ifdef CORAL_HAVE_AVX512_KERNELS
-    case Isa::Avx512: return avx512::table();
+    case Isa::Avx512:
+      return avx512::table();
 #endif
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
@@ -60,10 +81,10 @@ bool cpu_supports(Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   switch (isa) {
-    case Isa::Scalar: return true;
+    case Isa::Scalar:
+      return true;
     case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-             __builtin_cpu_supports("fma");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
     case Isa::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
@@ -76,17 +97,18 @@ bool cpu_supports(Isa isa) {
 
 static const Table* choose() {
   std::string want = config::get_string("CORAL_KERNEL");
-  struct Choice { const char* name; Isa isa; };
+  struct Choice {
+    const char* name;
+    Isa isa;
+  };
   const Choice order[] = {{"avx512", Isa::Avx512}, {"avx2", Isa::Avx2}, {"scalar", Isa::Scalar}};
   for (const Choice& c : order) {
     if (want != "auto" && want != c.name) continue;
     const Table* t = table_for(c.isa);
     if (t) return t;
-    if (want != "auto")
-      fail(coralInvalidArgument, "CORAL_KERNEL=" + want + " is not available on this CPU/build");
+    if (want != "auto") fail(coralInvalidArgument, "CORAL_KERNEL=" + want + " is not available on this CPU/build");
   }
-  if (want != "auto")
-    fail(coralInvalidArgument, "CORAL_KERNEL='" + want + "' (expected auto, scalar, avx2, avx512)");
+  if (want != "auto") fail(coralInvalidArgument, "CORAL_KERNEL='" + want + "' (expected auto, scalar, avx2, avx512)");
   return scalar::table();
 }
 

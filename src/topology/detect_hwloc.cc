@@ -104,9 +104,10 @@ class Walker {
     // An onboard VGA chip is not a GPU we use: only 3D controllers and NVIDIA display devices
     // (plus anything with a GPU OS device below, see the loop).
     bool nvswitch = cls == 0x0680 || (o->subtype && std::string(o->subtype) == "NVSwitch");
-    Kind k = nvswitch ? Kind::NvSwitch
+    Kind k = nvswitch                                                           ? Kind::NvSwitch
              : (cls == 0x0302 || ((cls >> 8) == 0x03 && p.vendor_id == 0x10de)) ? Kind::Gpu
-             : (cls == 0x0200 || cls == 0x0207) ? Kind::Nic : Kind::Pci;
+             : (cls == 0x0200 || cls == 0x0207)                                 ? Kind::Nic
+                                                                                : Kind::Pci;
     int d = t_.add(k, busid(p), parent, pci_attrs(p));
     obj_dev_[o] = d;
     for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {

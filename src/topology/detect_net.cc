@@ -46,8 +46,9 @@ int attach_point(Topology& t, int host, const std::string& bus, const fs::path& 
   }
   std::string id = bus.empty() ? "virtual:" + name : bus;
   if (int d = t.find(id); d >= 0) return d;
-  return t.add(Kind::Nic, id, cpu, bus.empty() ? std::map<std::string, std::string>{{"virtual", "1"}}
-                                                : std::map<std::string, std::string>{});
+  return t.add(
+      Kind::Nic, id, cpu,
+      bus.empty() ? std::map<std::string, std::string>{{"virtual", "1"}} : std::map<std::string, std::string>{});
 }
 
 // "100 Gb/sec (4X EDR)" -> "100000" (Mb/s, the unit NCCL's speed uses).
@@ -84,8 +85,7 @@ void detect_net(Topology& t, int host, const std::string& sysfs) {
     for (const auto& port : fs::directory_iterator(e.path() / "ports", ec2)) {
       std::string pn = port.path().filename().string();
       std::string layer = read_line(port.path() / "link_layer");
-      std::map<std::string, std::string> a{{"port", pn},
-                                           {"link_layer", layer == "InfiniBand" ? "infiniband" : "roce"}};
+      std::map<std::string, std::string> a{{"port", pn}, {"link_layer", layer == "InfiniBand" ? "infiniband" : "roce"}};
       if (auto r = rate_mbps(read_line(port.path() / "rate")); !r.empty()) a["speed"] = r;
       if (!guid.empty()) a["guid"] = guid;
       if (auto v = read_line(port.path() / "state"); !v.empty()) a["state"] = v;

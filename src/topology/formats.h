@@ -11,8 +11,7 @@ namespace coral::topology {
 std::string to_json(const Topology& t);
 Topology from_json(const std::string& text, const std::string& origin = "JSON");
 
-Topology from_nccl_xml(const std::string& text, const std::string& origin = "XML",
-                       const std::string& host = "host0");
+Topology from_nccl_xml(const std::string& text, const std::string& origin = "XML", const std::string& host = "host0");
 std::string to_nccl_xml(const Topology& t);
 
 // hwloc XML: needs the hwloc feature; throws Error when Coral was built without it.

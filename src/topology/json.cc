@@ -16,8 +16,11 @@ std::string to_json(const Topology& t) {
     devs.push_back(std::move(j));
   }
   for (const Link& l : t.links)
-    links.push_back({{"a", t.devices[l.a].id}, {"b", t.devices[l.b].id}, {"type", link_name(l.type)},
-                     {"bw", l.bw}, {"lanes", l.lanes}});
+    links.push_back({{"a", t.devices[l.a].id},
+                     {"b", t.devices[l.b].id},
+                     {"type", link_name(l.type)},
+                     {"bw", l.bw},
+                     {"lanes", l.lanes}});
   return json{{"format", "coral-topology"}, {"version", 1}, {"devices", devs}, {"links", links}}.dump(1);
 }
 
@@ -64,7 +67,8 @@ Topology from_json(const std::string& text, const std::string& origin) {
     std::string where = fmt::format("{}: devices[{}]", origin, i);
     const json& d = devs[i];
     if (!d.is_object()) throw Error(where + ": not an object");
-    Kind k = located(where, [&] { return kind_from(field(d, "kind", json::value_t::string, where).get<std::string>()); });
+    Kind k =
+        located(where, [&] { return kind_from(field(d, "kind", json::value_t::string, where).get<std::string>()); });
     std::string id = field(d, "id", json::value_t::string, where).get<std::string>();
     if (t.find(id) >= 0) throw Error(fmt::format("{}: duplicate id '{}'", where, id));
     int parent = -1;

@@ -114,8 +114,7 @@ int lanes_between(const Topology& t, int a, int b) {
 int lanes_to_switches(const Topology& t, int a) {
   int n = 0;
   for (const Link& l : t.links)
-    if (l.type == LinkType::NvLink && (l.a == a || l.b == a) &&
-        t.devices[l.a == a ? l.b : l.a].kind == Kind::NvSwitch)
+    if (l.type == LinkType::NvLink && (l.a == a || l.b == a) && t.devices[l.a == a ? l.b : l.a].kind == Kind::NvSwitch)
       n += l.lanes;
   return n;
 }
@@ -144,8 +143,7 @@ PathInfo Topology::path(int a, int b) const {
     return {Path::NVB, std::min(nvlink_bw(*this, pa, sa), nvlink_bw(*this, pb, sb)), n};
   }
   for (const Link& l : links)
-    if (l.type == LinkType::C2C && ((l.a == pa && l.b == pb) || (l.a == pb && l.b == pa)))
-      return {Path::C2C, l.bw};
+    if (l.type == LinkType::C2C && ((l.a == pa && l.b == pb) || (l.a == pb && l.b == pa))) return {Path::C2C, l.bw};
   // PCI: up to the lowest common ancestor and down again; the slowest hop bounds the path.
   std::vector<int> ca = chain(*this, pa), cb = chain(*this, pb);
   size_t ia = ca.size(), ib = cb.size();
@@ -181,8 +179,7 @@ bool Topology::operator==(const Topology& o) const {
   }
   for (size_t i = 0; i < links.size(); i++) {
     const Link &x = links[i], &y = o.links[i];
-    if (std::tie(x.a, x.b, x.type, x.lanes) != std::tie(y.a, y.b, y.type, y.lanes) || x.bw != y.bw)
-      return false;
+    if (std::tie(x.a, x.b, x.type, x.lanes) != std::tie(y.a, y.b, y.type, y.lanes) || x.bw != y.bw) return false;
   }
   return true;
 }

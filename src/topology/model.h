@@ -19,8 +19,8 @@ enum class Path { LOC, NVL, NVB, C2C, PIX, PXB, PHB, NODE, SYS, NET };
 
 struct Device {
   Kind kind;
-  std::string id;      // PCI bus id "0000:0f:00.0", or "cpu0", "nvswitch:0000:1a:00.0", a port name
-  int parent = -1;     // tree parent (PCI upstream, CPU for root devices, host for CPUs)
+  std::string id;   // PCI bus id "0000:0f:00.0", or "cpu0", "nvswitch:0000:1a:00.0", a port name
+  int parent = -1;  // tree parent (PCI upstream, CPU for root devices, host for CPUs)
   std::map<std::string, std::string> attrs;  // kind-specific facts, kept verbatim for round trips
   std::string attr(const std::string& k, const std::string& def = "") const {
     auto it = attrs.find(k);
@@ -37,7 +37,7 @@ struct Link {
 
 struct PathInfo {
   Path type;
-  double bw;  // bottleneck GB/s
+  double bw;      // bottleneck GB/s
   int lanes = 0;  // NVLink lanes for NVL/NVB (the NV# of nvidia-smi)
 };
 

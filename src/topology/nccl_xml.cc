@@ -54,7 +54,8 @@ struct Reader {
     if (!a) return def;
     char* end;
     long v = std::strtol(a.value(), &end, 0);
-    if (end == a.value() || *end || v < 0 || v > 1 << 20) fail(n, fmt::format("{}=\"{}\" is not a count", attr, a.value()));
+    if (end == a.value() || *end || v < 0 || v > 1 << 20)
+      fail(n, fmt::format("{}=\"{}\" is not a count", attr, a.value()));
     return static_cast<int>(v);
   }
 
@@ -122,8 +123,7 @@ struct Reader {
       if (t.devices[target].kind == Kind::Gpu) {
         // A GPU pair lists the link twice (once from each side): keep one.
         bool seen = false;
-        for (const Link& l : t.links)
-          seen |= l.type == LinkType::NvLink && l.a == target && l.b == p.gpu;
+        for (const Link& l : t.links) seen |= l.type == LinkType::NvLink && l.a == target && l.b == p.gpu;
         if (seen) continue;
       }
       double bw = p.count * nvlink_lane_gbs(std::atoi(t.devices[p.gpu].attr("sm", "0").c_str()));
@@ -139,7 +139,8 @@ Topology from_nccl_xml(const std::string& text, const std::string& origin, const
   pugi::xml_parse_result r = doc.load_buffer(text.data(), text.size());
   Reader rd{text, origin, {}, {}};
   if (!r) {
-    int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + std::min<ptrdiff_t>(r.offset, text.size()), '\n'));
+    int line =
+        1 + static_cast<int>(std::count(text.begin(), text.begin() + std::min<ptrdiff_t>(r.offset, text.size()), '\n'));
     throw Error(fmt::format("{}: line {}: malformed XML: {}", origin, line, r.description()));
   }
   pugi::xml_node sys = doc.child("system");
@@ -160,8 +161,10 @@ Topology from_nccl_xml(const std::string& text, const std::string& origin, const
     int nics = 0;
     for (pugi::xml_node d : c.children()) {
       std::string name = d.name();
-      if (name == "pci") rd.pci(d, cpu);
-      else if (name == "nic") rd.nic(d, rd.t.add(Kind::Nic, fmt::format("{}/nic{}", id, nics++), cpu));
+      if (name == "pci")
+        rd.pci(d, cpu);
+      else if (name == "nic")
+        rd.nic(d, rd.t.add(Kind::Nic, fmt::format("{}/nic{}", id, nics++), cpu));
     }
     ncpu++;
   }
@@ -176,11 +179,20 @@ std::string escape(const std::string& v) {
   std::string out;
   for (char c : v) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

@@ -87,8 +87,8 @@ std::string render_tree(const Topology& t) {
   for (size_t i = 0; i < t.devices.size(); i++)
     if (t.devices[i].parent < 0) walk(static_cast<int>(i), 0);
   for (const Link& l : t.links)
-    o << fmt::format("link {} {} <-> {}: {:.1f} GB/s{}\n", link_name(l.type), t.devices[l.a].id,
-                     t.devices[l.b].id, l.bw, l.lanes ? fmt::format(" ({} lanes)", l.lanes) : "");
+    o << fmt::format("link {} {} <-> {}: {:.1f} GB/s{}\n", link_name(l.type), t.devices[l.a].id, t.devices[l.b].id,
+                     l.bw, l.lanes ? fmt::format(" ({} lanes)", l.lanes) : "");
   return o.str();
 }
 
@@ -114,11 +114,12 @@ std::string render_summary(const Topology& t) {
   for (const Link& l : t.links) nvlinks += l.type == LinkType::NvLink ? l.lanes : 0;
   int cores = 0;
   for (int c : t.of_kind(Kind::Cpu)) cores += std::atoi(t.devices[c].attr("cores", "0").c_str());
-  return fmt::format("hosts {}, NUMA nodes {}, cores {}, GPUs {}, NVSwitches {}, NICs {} ({} ports), "
-                     "NVLink lanes {}, PCI switches/bridges {}\n",
-                     t.of_kind(Kind::Host).size(), t.of_kind(Kind::Cpu).size(), cores,
-                     t.of_kind(Kind::Gpu).size(), t.of_kind(Kind::NvSwitch).size(), t.of_kind(Kind::Nic).size(),
-                     t.of_kind(Kind::Port).size(), nvlinks, t.of_kind(Kind::PciSwitch).size());
+  return fmt::format(
+      "hosts {}, NUMA nodes {}, cores {}, GPUs {}, NVSwitches {}, NICs {} ({} ports), "
+      "NVLink lanes {}, PCI switches/bridges {}\n",
+      t.of_kind(Kind::Host).size(), t.of_kind(Kind::Cpu).size(), cores, t.of_kind(Kind::Gpu).size(),
+      t.of_kind(Kind::NvSwitch).size(), t.of_kind(Kind::Nic).size(), t.of_kind(Kind::Port).size(), nvlinks,
+      t.of_kind(Kind::PciSwitch).size());
 }
 
 }  // namespace coral::topology

@@ -101,8 +101,8 @@ std::vector<int> assign_nics(const Topology& t, const std::vector<RankPlace>& ra
       bool usable = state.empty() || state == "up" || state == "unknown" || state.find("ACTIVE") != std::string::npos;
       usable = usable && port.attr("virtual").empty() &&
                (port.kind != Kind::Port || t.devices[port.parent].attr("virtual").empty());
-      double c = (usable ? 0 : 1e9) + static_cast<double>(pi.type) * 1e6 + load[p] * 1e3 +
-                 1.0 / std::max(t.up_bw(p), 1e-3);
+      double c =
+          (usable ? 0 : 1e9) + static_cast<double>(pi.type) * 1e6 + load[p] * 1e3 + 1.0 / std::max(t.up_bw(p), 1e-3);
       if (c < best) best = c, out[r] = p;
     }
     if (out[r] >= 0) load[out[r]]++;

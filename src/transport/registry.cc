@@ -56,9 +56,10 @@ std::vector<Transport*> registry() {
       if (name == "cuda_ipc")
         fail(coralInvalidArgument, fmt::format("CORAL_TRANSPORT names 'cuda_ipc', which carries device buffers "
                                                "only and is used for them on its own; CORAL_TRANSPORT chooses "
-                                               "among the host transports ({})", known));
-      fail(coralInvalidArgument, fmt::format("CORAL_TRANSPORT names '{}', which this build does not have (it has: {})",
-                                             name, known));
+                                               "among the host transports ({})",
+                                               known));
+      fail(coralInvalidArgument,
+           fmt::format("CORAL_TRANSPORT names '{}', which this build does not have (it has: {})", name, known));
     }
     out.push_back(hit);
   }
@@ -113,10 +114,12 @@ LinkSet connect_all(const ConnectArgs& args, Memory memory, int min_in_flight) {
     const int q = left.front();
     std::string missing;
     for (Transport* t : order)
-      if (!t->available()) missing += fmt::format("; {} is not available on this host (CORAL_DEBUG=INFO says why)", t->name());
+      if (!t->available())
+        missing += fmt::format("; {} is not available on this host (CORAL_DEBUG=INFO says why)", t->name());
     fail(coralSystemError, fmt::format("no transport connects rank {} (host {}) with rank {} (host {}); "
-                                       "CORAL_TRANSPORT={}{}", args.rank, peers[args.rank].host_id, q,
-                                       peers[q].host_id, config::get_string("CORAL_TRANSPORT"), missing));
+                                       "CORAL_TRANSPORT={}{}",
+                                       args.rank, peers[args.rank].host_id, q, peers[q].host_id,
+                                       config::get_string("CORAL_TRANSPORT"), missing));
   }
   return set;
 }

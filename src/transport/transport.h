@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/store.h"
 #include "base/wait.h"
+#include "bootstrap/store.h"
 
 namespace coral::transport {
 
@@ -97,7 +97,10 @@ class Domain {
   virtual void advance() {}
   // A waiter for `peer` (global rank) gives up its core: sched_yield, unless this transport can
   // tell that the yield would not help any rank run.
-  virtual void give_way(int peer) { (void)peer; sched_yield(); }
+  virtual void give_way(int peer) {
+    (void)peer;
+    sched_yield();
+  }
   // True when give_way knows which ranks run (shared memory): waits on any transport then ask
   // this domain before yielding.
   virtual bool knows_cpus() const { return false; }
@@ -105,7 +108,7 @@ class Domain {
 
 struct ConnectArgs {
   bootstrap::Store* store;
-  std::string prefix;  // store key scope of this communicator
+  std::string prefix;                  // store key scope of this communicator
   const std::vector<PeerInfo>* peers;  // all ranks, indexed by rank
   int rank;
   std::vector<int> targets;  // ranks this transport must connect to (all on this host for shm)
@@ -131,12 +134,12 @@ enum class Memory { Host, Device };
 // Every link of one rank, whichever transports made them.
 struct LinkSet {
   std::vector<std::unique_ptr<Domain>> domains;
-  std::vector<Link*> links;              // by rank; null for this rank and unconnected ranks
-  std::vector<Domain*> domain_of;        // by rank, likewise
-  std::vector<std::string> transport_of; // by rank: "self" for this rank, "" where unconnected
-  std::vector<Domain*> polled;           // domains a wait on any other must keep going
-  Domain* cpu_gate = nullptr;            // the domain that knows which ranks run (knows_cpus)
-  size_t max_message = SIZE_MAX;         // the smallest of the links' largest messages
+  std::vector<Link*> links;               // by rank; null for this rank and unconnected ranks
+  std::vector<Domain*> domain_of;         // by rank, likewise
+  std::vector<std::string> transport_of;  // by rank: "self" for this rank, "" where unconnected
+  std::vector<Domain*> polled;            // domains a wait on any other must keep going
+  Domain* cpu_gate = nullptr;             // the domain that knows which ranks run (knows_cpus)
+  size_t max_message = SIZE_MAX;          // the smallest of the links' largest messages
 };
 
 // Connects args.rank to args.targets through the registry's transports in order, each taking

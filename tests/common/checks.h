@@ -17,8 +17,8 @@ namespace checks {
 using namespace exact;
 
 // Runs one collective; returns its result code (the harness supplies C API or internal calls).
-using Runner = std::function<coralResult_t(Coll, const void* send, void* recv, size_t count,
-                                           coralDataType_t, coralRedOp_t, int root)>;
+using Runner = std::function<coralResult_t(Coll, const void* send, void* recv, size_t count, coralDataType_t,
+                                           coralRedOp_t, int root)>;
 
 struct Case {
   Coll coll;
@@ -31,8 +31,8 @@ struct Case {
 
 inline std::string describe(const Case& c) {
   static const char* colls[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce"};
-  return std::string(colls[static_cast<int>(c.coll)]) + " dtype=" + std::to_string(c.t) + " op=" +
-         std::to_string(c.op) + " count=" + std::to_string(c.count) + (c.in_place ? " in-place" : "") +
+  return std::string(colls[static_cast<int>(c.coll)]) + " dtype=" + std::to_string(c.t) +
+         " op=" + std::to_string(c.op) + " count=" + std::to_string(c.count) + (c.in_place ? " in-place" : "") +
          " root=" + std::to_string(c.root);
 }
 

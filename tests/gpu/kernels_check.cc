@@ -22,13 +22,13 @@ using namespace coral::kernels;
 int failures = 0;
 int cases = 0;
 
-#define CUDA_OK(call)                                                                              \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));  \
-      std::exit(1);                                                                                \
-    }                                                                                              \
+#define CUDA_OK(call)                                                                            \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 
 // Value of source k, element i, as a double that every dtype holds exactly.
@@ -48,17 +48,56 @@ double value(coralRedOp_t op, coralDataType_t t, int k, size_t i) {
 void store(coralDataType_t t, void* p, size_t i, double v) {
   auto* b = static_cast<char*>(p);
   switch (t) {
-    case coralInt8: { int8_t x = static_cast<int8_t>(v); std::memcpy(b + i, &x, 1); break; }
-    case coralUint8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(b + i, &x, 1); break; }
-    case coralInt32: { int32_t x = static_cast<int32_t>(v); std::memcpy(b + 4 * i, &x, 4); break; }
-    case coralUint32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(b + 4 * i, &x, 4); break; }
-    case coralInt64: { int64_t x = static_cast<int64_t>(v); std::memcpy(b + 8 * i, &x, 8); break; }
-    case coralUint64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(b + 8 * i, &x, 8); break; }
-    case coralFloat16: { uint16_t x = float_to_half(static_cast<float>(v)); std::memcpy(b + 2 * i, &x, 2); break; }
-    case coralFloat32: { float x = static_cast<float>(v); std::memcpy(b + 4 * i, &x, 4); break; }
-    case coralFloat64: std::memcpy(b + 8 * i, &v, 8); break;
-    case coralBfloat16: { uint16_t x = float_to_bf16(static_cast<float>(v)); std::memcpy(b + 2 * i, &x, 2); break; }
-    default: break;
+    case coralInt8: {
+      int8_t x = static_cast<int8_t>(v);
+      std::memcpy(b + i, &x, 1);
+      break;
+    }
+    case coralUint8: {
+      uint8_t x = static_cast<uint8_t>(v);
+      std::memcpy(b + i, &x, 1);
+      break;
+    }
+    case coralInt32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(b + 4 * i, &x, 4);
+      break;
+    }
+    case coralUint32: {
+      uint32_t x = static_cast<uint32_t>(v);
+      std::memcpy(b + 4 * i, &x, 4);
+      break;
+    }
+    case coralInt64: {
+      int64_t x = static_cast<int64_t>(v);
+      std::memcpy(b + 8 * i, &x, 8);
+      break;
+    }
+    case coralUint64: {
+      uint64_t x = static_cast<uint64_t>(v);
+      std::memcpy(b + 8 * i, &x, 8);
+      break;
+    }
+    case coralFloat16: {
+      uint16_t x = float_to_half(static_cast<float>(v));
+      std::memcpy(b + 2 * i, &x, 2);
+      break;
+    }
+    case coralFloat32: {
+      float x = static_cast<float>(v);
+      std::memcpy(b + 4 * i, &x, 4);
+      break;
+    }
+    case coralFloat64:
+      std::memcpy(b + 8 * i, &v, 8);
+      break;
+    case coralBfloat16: {
+      uint16_t x = float_to_bf16(static_cast<float>(v));
+      std::memcpy(b + 2 * i, &x, 2);
+      break;
+    }
+    default:
+      break;
   }
 }
 

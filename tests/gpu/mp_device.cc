@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/checks.h"
 #include "base/error.h"
+#include "common/checks.h"
 #include "gpu/runtime.h"
 
 namespace {
@@ -36,8 +36,8 @@ size_t elems(checks::Coll c, size_t n, int p, bool send) {
 
 // Mirrors the host buffers of a case on the GPU (keeping in-place aliasing), runs the call on
 // stream, and copies the results back. One guard byte past a separate recvbuff catches overruns.
-coralResult_t run_on_device(coralComm_t comm, void* stream, int p, checks::Coll c, const void* s, void* r,
-                            size_t n, coralDataType_t t, coralRedOp_t op, int root) {
+coralResult_t run_on_device(coralComm_t comm, void* stream, int p, checks::Coll c, const void* s, void* r, size_t n,
+                            coralDataType_t t, coralRedOp_t op, int root) {
   const size_t es = exact::size_of(t);
   const auto* sb = static_cast<const char*>(s);
   auto* rb = static_cast<char*>(r);
@@ -59,11 +59,21 @@ coralResult_t run_on_device(coralComm_t comm, void* stream, int p, checks::Coll 
   }
   coralResult_t rc = coralInternalError;
   switch (c) {
-    case checks::Coll::AllReduce: rc = coralAllReduce(dev_s, dev_r, n, t, op, comm, stream); break;
-    case checks::Coll::ReduceScatter: rc = coralReduceScatter(dev_s, dev_r, n, t, op, comm, stream); break;
-    case checks::Coll::AllGather: rc = coralAllGather(dev_s, dev_r, n, t, comm, stream); break;
-    case checks::Coll::Broadcast: rc = coralBroadcast(dev_s, dev_r, n, t, root, comm, stream); break;
-    case checks::Coll::Reduce: rc = coralReduce(dev_s, dev_r, n, t, op, root, comm, stream); break;
+    case checks::Coll::AllReduce:
+      rc = coralAllReduce(dev_s, dev_r, n, t, op, comm, stream);
+      break;
+    case checks::Coll::ReduceScatter:
+      rc = coralReduceScatter(dev_s, dev_r, n, t, op, comm, stream);
+      break;
+    case checks::Coll::AllGather:
+      rc = coralAllGather(dev_s, dev_r, n, t, comm, stream);
+      break;
+    case checks::Coll::Broadcast:
+      rc = coralBroadcast(dev_s, dev_r, n, t, root, comm, stream);
+      break;
+    case checks::Coll::Reduce:
+      rc = coralReduce(dev_s, dev_r, n, t, op, root, comm, stream);
+      break;
   }
   gpu::Stream::sync_raw(stream);
   coralResult_t async = coralSuccess;
@@ -83,7 +93,6 @@ int fail(const char* what, coralComm_t comm) {
   std::fprintf(stderr, "FAIL %s (%s)\n", what, coralGetLastError(comm));
   return 1;
 }
-
 
 int run(int argc, char** argv) {
   if (!gpu::usable()) {
@@ -116,7 +125,8 @@ int run(int argc, char** argv) {
   char* d = dev_alloc(n * sizeof(float));
   gpu::copy_async(d, host.data(), n * sizeof(float), stream);
   for (int k = 0; k < 3; ++k)
-    if (coralAllReduce(d, d, n, coralFloat32, coralSum, comm, stream) != coralSuccess) return fail("queued all-reduce", comm);
+    if (coralAllReduce(d, d, n, coralFloat32, coralSum, comm, stream) != coralSuccess)
+      return fail("queued all-reduce", comm);
   gpu::copy_async(host.data(), d, n * sizeof(float), stream);
   gpu::Stream::sync_raw(stream);
   const float expect = static_cast<float>(p * (p + 1) / 2) * p * p;

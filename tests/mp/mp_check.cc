@@ -49,13 +49,19 @@ int main() {
   int rank, p;
   coralComm_t comm = checks::init_from_env(&rank, &p);
   if (!comm) return 2;
-  checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
+  checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
+                           int root) {
     switch (c) {
-      case checks::Coll::AllReduce: return coralAllReduce(s, r, n, t, op, comm, nullptr);
-      case checks::Coll::ReduceScatter: return coralReduceScatter(s, r, n, t, op, comm, nullptr);
-      case checks::Coll::AllGather: return coralAllGather(s, r, n, t, comm, nullptr);
-      case checks::Coll::Broadcast: return coralBroadcast(s, r, n, t, root, comm, nullptr);
-      case checks::Coll::Reduce: return coralReduce(s, r, n, t, op, root, comm, nullptr);
+      case checks::Coll::AllReduce:
+        return coralAllReduce(s, r, n, t, op, comm, nullptr);
+      case checks::Coll::ReduceScatter:
+        return coralReduceScatter(s, r, n, t, op, comm, nullptr);
+      case checks::Coll::AllGather:
+        return coralAllGather(s, r, n, t, comm, nullptr);
+      case checks::Coll::Broadcast:
+        return coralBroadcast(s, r, n, t, root, comm, nullptr);
+      case checks::Coll::Reduce:
+        return coralReduce(s, r, n, t, op, root, comm, nullptr);
     }
     return coralInternalError;
   };
@@ -73,7 +79,8 @@ int main() {
   std::vector<coralRequest_t> reqs(4);
   for (int k = 0; k < 4; ++k) {
     for (auto& x : bufs[k]) x = rank + k;
-    if (coralIAllReduce(bufs[k].data(), bufs[k].data(), bufs[k].size(), coralFloat64, coralSum, comm, &reqs[k]) != coralSuccess)
+    if (coralIAllReduce(bufs[k].data(), bufs[k].data(), bufs[k].size(), coralFloat64, coralSum, comm, &reqs[k]) !=
+        coralSuccess)
       return 1;
   }
   for (int k = 3; k >= 0; --k)
@@ -89,7 +96,8 @@ int main() {
   std::vector<float> in(64 << 10), out(in.size());
   for (int call = 0; call < 80; ++call) {
     for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(rank * 100 + static_cast<int>(i % 97) + call);
-    if (coralAllReduce(in.data(), out.data(), in.size(), coralFloat32, coralSum, comm, nullptr) != coralSuccess) return 1;
+    if (coralAllReduce(in.data(), out.data(), in.size(), coralFloat32, coralSum, comm, nullptr) != coralSuccess)
+      return 1;
     for (size_t i = 0; i < in.size(); ++i)
       if (out[i] != static_cast<float>(100 * p * (p - 1) / 2 + p * (static_cast<int>(i % 97) + call))) {
         std::fprintf(stderr, "FAIL repeated all-reduce: call %d, element %zu is %g\n", call, i, out[i]);

@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
     double t0 = now();
     coralResult_t rc = coralAllReduce(buf, buf, count, coralFloat32, coralSum, comm, NULL);
     if (rc != coralSuccess) {
-      const char* name = rc == coralRemoteError ? "coralRemoteError" : rc == coralTimeout ? "coralTimeout" : "other error";
+      const char* name = rc == coralRemoteError ? "coralRemoteError"
+                         : rc == coralTimeout   ? "coralTimeout"
+                                                : "other error";
       printf("rank %d: %s (%s) after %.3f s in the call: %s\n", rank, name, coralGetErrorString(rc), now() - t0,
              coralGetLastError(comm));
       fflush(stdout);

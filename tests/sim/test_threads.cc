@@ -1,15 +1,15 @@
 // Ranks as threads in one process, bootstrapped through the in-memory store: every collective,
 // dtype, op and count, in place and out of place, with exact expected values.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <memory>
 #include <thread>
 
-#include "common/checks.h"
-#include "bootstrap/mem_store.h"
-#include "core/communicator.h"
 #include "base/error.h"
+#include "bootstrap/mem_store.h"
+#include "common/checks.h"
+#include "core/communicator.h"
 
 using coral::collectives::Coll;
 
@@ -42,7 +42,8 @@ std::string on_threads(int p, const std::string& prefix,
 }
 
 std::string run_all(int rank, coral::Communicator& comm) {
-  checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
+  checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
+                           int root) {
     try {
       comm.run(to_call(c, s, r, n, t, op, root));
       return coralSuccess;
@@ -73,17 +74,19 @@ TEST_CASE("every all-reduce algorithm is exact when forced") {
     for (int p : {3, 4}) {
       INFO(algo << " P=" << p);
       REQUIRE(on_threads(p, std::string("algo") + algo + std::to_string(p), [](int rank, coral::Communicator& comm) {
-        checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
-          comm.run(to_call(c, s, r, n, t, op, root));
-          return coralSuccess;
-        };
-        for (size_t n : {size_t(0), size_t(5), size_t(100003)})
-          for (coralRedOp_t op : {coralSum, coralAvg, coralMax}) {
-            std::string e = checks::run_case(run, rank, comm.nranks(), {checks::Coll::AllReduce, coralFloat32, op, n, false, 0});
-            if (!e.empty()) return e;
-          }
-        return std::string();
-      }) == "");
+                checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t,
+                                         coralRedOp_t op, int root) {
+                  comm.run(to_call(c, s, r, n, t, op, root));
+                  return coralSuccess;
+                };
+                for (size_t n : {size_t(0), size_t(5), size_t(100003)})
+                  for (coralRedOp_t op : {coralSum, coralAvg, coralMax}) {
+                    std::string e = checks::run_case(run, rank, comm.nranks(),
+                                                     {checks::Coll::AllReduce, coralFloat32, op, n, false, 0});
+                    if (!e.empty()) return e;
+                  }
+                return std::string();
+              }) == "");
     }
   }
   unsetenv("CORAL_ALGO");
@@ -97,21 +100,23 @@ TEST_CASE("log-latency variants of the other collectives are exact when forced")
     for (int p : {3, 4, 5}) {
       INFO(algo << " P=" << p);
       REQUIRE(on_threads(p, std::string("log") + algo + std::to_string(p), [](int rank, coral::Communicator& comm) {
-        checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
-          comm.run(to_call(c, s, r, n, t, op, root));
-          return coralSuccess;
-        };
-        for (checks::Coll c : {checks::Coll::ReduceScatter, checks::Coll::AllGather, checks::Coll::Broadcast,
-                               checks::Coll::Reduce})
-          for (size_t n : {size_t(0), size_t(5), size_t(100003)})
-            for (bool in_place : {false, true})
-              for (int root : {0, comm.nranks() - 1}) {
-                coralRedOp_t op = n == 5 ? coralAvg : coralSum;
-                std::string e = checks::run_case(run, rank, comm.nranks(), {c, coralFloat32, op, n, in_place, root});
-                if (!e.empty()) return e;
-              }
-        return std::string();
-      }) == "");
+                checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t,
+                                         coralRedOp_t op, int root) {
+                  comm.run(to_call(c, s, r, n, t, op, root));
+                  return coralSuccess;
+                };
+                for (checks::Coll c : {checks::Coll::ReduceScatter, checks::Coll::AllGather, checks::Coll::Broadcast,
+                                       checks::Coll::Reduce})
+                  for (size_t n : {size_t(0), size_t(5), size_t(100003)})
+                    for (bool in_place : {false, true})
+                      for (int root : {0, comm.nranks() - 1}) {
+                        coralRedOp_t op = n == 5 ? coralAvg : coralSum;
+                        std::string e =
+                            checks::run_case(run, rank, comm.nranks(), {c, coralFloat32, op, n, in_place, root});
+                        if (!e.empty()) return e;
+                      }
+                return std::string();
+              }) == "");
     }
   }
   unsetenv("CORAL_ALGO");
@@ -119,68 +124,68 @@ TEST_CASE("log-latency variants of the other collectives are exact when forced")
 
 TEST_CASE("non-blocking operations complete in issue order and overlap") {
   REQUIRE(on_threads(3, "async", [](int rank, coral::Communicator& comm) -> std::string {
-    const size_t n = 1 << 18;
-    std::vector<std::vector<int32_t>> bufs(6, std::vector<int32_t>(n));
-    std::vector<std::shared_ptr<coral::Request>> reqs;
-    for (int k = 0; k < 6; ++k) {
-      for (size_t i = 0; i < n; ++i) bufs[k][i] = (rank + 1) * (k + 1) + static_cast<int32_t>(i % 3);
-      coral::Call c;
-      c.args.coll = Coll::AllReduce;
-      c.args.count = n;
-      c.args.dtype = coralInt32;
-      c.args.op = coralSum;
-      c.send = c.recv = bufs[k].data();
-      reqs.push_back(comm.submit(c));
-    }
-    // A blocking call issued meanwhile runs after the queued ones.
-    int32_t one = 1, total = 0;
-    coral::Call b;
-    b.args.coll = Coll::AllReduce;
-    b.args.count = 1;
-    b.args.dtype = coralInt32;
-    b.send = &one;
-    b.recv = &total;
-    comm.run(b);
-    for (auto& r : reqs) {
-      std::unique_lock<std::mutex> lock(r->mu);
-      r->cv.wait(lock, [&] { return r->done; });
-      if (r->result != coralSuccess) return r->error;
-    }
-    if (total != 3) return "blocking call gave " + std::to_string(total);
-    for (int k = 0; k < 6; ++k)
-      for (size_t i = 0; i < n; ++i)
-        if (bufs[k][i] != 6 * (k + 1) + 3 * static_cast<int32_t>(i % 3)) return "async result wrong";
-    return "";
-  }) == "");
+            const size_t n = 1 << 18;
+            std::vector<std::vector<int32_t>> bufs(6, std::vector<int32_t>(n));
+            std::vector<std::shared_ptr<coral::Request>> reqs;
+            for (int k = 0; k < 6; ++k) {
+              for (size_t i = 0; i < n; ++i) bufs[k][i] = (rank + 1) * (k + 1) + static_cast<int32_t>(i % 3);
+              coral::Call c;
+              c.args.coll = Coll::AllReduce;
+              c.args.count = n;
+              c.args.dtype = coralInt32;
+              c.args.op = coralSum;
+              c.send = c.recv = bufs[k].data();
+              reqs.push_back(comm.submit(c));
+            }
+            // A blocking call issued meanwhile runs after the queued ones.
+            int32_t one = 1, total = 0;
+            coral::Call b;
+            b.args.coll = Coll::AllReduce;
+            b.args.count = 1;
+            b.args.dtype = coralInt32;
+            b.send = &one;
+            b.recv = &total;
+            comm.run(b);
+            for (auto& r : reqs) {
+              std::unique_lock<std::mutex> lock(r->mu);
+              r->cv.wait(lock, [&] { return r->done; });
+              if (r->result != coralSuccess) return r->error;
+            }
+            if (total != 3) return "blocking call gave " + std::to_string(total);
+            for (int k = 0; k < 6; ++k)
+              for (size_t i = 0; i < n; ++i)
+                if (bufs[k][i] != 6 * (k + 1) + 3 * static_cast<int32_t>(i % 3)) return "async result wrong";
+            return "";
+          }) == "");
 }
 
 TEST_CASE("send/recv and barrier on threads") {
   REQUIRE(on_threads(4, "p2p", [](int rank, coral::Communicator& comm) -> std::string {
-    const size_t n = 300001;
-    std::vector<int64_t> buf(n);
-    coral::Call c;
-    c.args.count = n;
-    c.args.dtype = coralInt64;
-    if (rank % 2 == 0) {
-      for (size_t i = 0; i < n; ++i) buf[i] = rank * 1000003 + static_cast<int64_t>(i);
-      c.args.coll = Coll::Send;
-      c.args.root = rank + 1;
-      c.send = buf.data();
-    } else {
-      c.args.coll = Coll::Recv;
-      c.args.root = rank - 1;
-      c.recv = buf.data();
-    }
-    comm.run(c);
-    if (rank % 2 == 1)
-      for (size_t i = 0; i < n; ++i)
-        if (buf[i] != (rank - 1) * 1000003 + static_cast<int64_t>(i)) return "p2p data wrong";
-    coral::Call bar;
-    bar.args.coll = Coll::Barrier;
-    bar.args.dtype = coralUint8;
-    for (int k = 0; k < 50; ++k) comm.run(bar);
-    return "";
-  }) == "");
+            const size_t n = 300001;
+            std::vector<int64_t> buf(n);
+            coral::Call c;
+            c.args.count = n;
+            c.args.dtype = coralInt64;
+            if (rank % 2 == 0) {
+              for (size_t i = 0; i < n; ++i) buf[i] = rank * 1000003 + static_cast<int64_t>(i);
+              c.args.coll = Coll::Send;
+              c.args.root = rank + 1;
+              c.send = buf.data();
+            } else {
+              c.args.coll = Coll::Recv;
+              c.args.root = rank - 1;
+              c.recv = buf.data();
+            }
+            comm.run(c);
+            if (rank % 2 == 1)
+              for (size_t i = 0; i < n; ++i)
+                if (buf[i] != (rank - 1) * 1000003 + static_cast<int64_t>(i)) return "p2p data wrong";
+            coral::Call bar;
+            bar.args.coll = Coll::Barrier;
+            bar.args.dtype = coralUint8;
+            for (int k = 0; k < 50; ++k) comm.run(bar);
+            return "";
+          }) == "");
 }
 
 TEST_CASE("mismatched collectives fail with a clear error instead of hanging") {
@@ -188,20 +193,21 @@ TEST_CASE("mismatched collectives fail with a clear error instead of hanging") {
   // The all-reduce is small enough for one-shot, whose vectors travel as posts on a channel of
   // their own: the broadcast's messages on the other one must still be noticed.
   for (int p : {2, 3}) {
-    std::string err = on_threads(p, "mismatch" + std::to_string(p), [p](int rank, coral::Communicator& comm) -> std::string {
-      std::vector<float> buf(64, 1.0f);
-      coral::Call c;
-      c.args.coll = rank == p - 1 ? Coll::Broadcast : Coll::AllReduce;
-      c.args.count = 64;
-      c.args.dtype = coralFloat32;
-      c.send = c.recv = buf.data();
-      try {
-        comm.run(c);
-      } catch (const coral::Error& e) {
-        return std::string(e.what()) + " code=" + std::to_string(e.code());
-      }
-      return "";
-    });
+    std::string err =
+        on_threads(p, "mismatch" + std::to_string(p), [p](int rank, coral::Communicator& comm) -> std::string {
+          std::vector<float> buf(64, 1.0f);
+          coral::Call c;
+          c.args.coll = rank == p - 1 ? Coll::Broadcast : Coll::AllReduce;
+          c.args.count = 64;
+          c.args.dtype = coralFloat32;
+          c.send = c.recv = buf.data();
+          try {
+            comm.run(c);
+          } catch (const coral::Error& e) {
+            return std::string(e.what()) + " code=" + std::to_string(e.code());
+          }
+          return "";
+        });
     CHECK_THAT(err, Catch::Contains("different collectives") || Catch::Contains("aborted"));
     CHECK_THAT(err, !Catch::Contains("timed out"));
   }
@@ -213,19 +219,20 @@ TEST_CASE("every rank gets bit-identical results from inexact float inputs") {
     setenv("CORAL_ALGO", algo, 1);
     for (int p : {3, 4, 5}) {
       std::vector<std::vector<float>> results(p);
-      std::string err = on_threads(p, std::string("bits") + algo + std::to_string(p), [&](int rank, coral::Communicator& comm) {
-        for (size_t n : {size_t(3), size_t(1001), size_t(300007)}) {
-          std::vector<float> v(n);
-          uint32_t x = 12345u + 7919u * static_cast<uint32_t>(rank);
-          for (auto& f : v) {
-            x = x * 1664525u + 1013904223u;
-            f = static_cast<float>(x >> 8) * 1e-7f - 0.8f;  // not exactly summable
-          }
-          comm.run(to_call(checks::Coll::AllReduce, v.data(), v.data(), n, coralFloat32, coralSum, 0));
-          results[rank].insert(results[rank].end(), v.begin(), v.end());
-        }
-        return std::string();
-      });
+      std::string err =
+          on_threads(p, std::string("bits") + algo + std::to_string(p), [&](int rank, coral::Communicator& comm) {
+            for (size_t n : {size_t(3), size_t(1001), size_t(300007)}) {
+              std::vector<float> v(n);
+              uint32_t x = 12345u + 7919u * static_cast<uint32_t>(rank);
+              for (auto& f : v) {
+                x = x * 1664525u + 1013904223u;
+                f = static_cast<float>(x >> 8) * 1e-7f - 0.8f;  // not exactly summable
+              }
+              comm.run(to_call(checks::Coll::AllReduce, v.data(), v.data(), n, coralFloat32, coralSum, 0));
+              results[rank].insert(results[rank].end(), v.begin(), v.end());
+            }
+            return std::string();
+          });
       INFO(algo << " P=" << p);
       REQUIRE(err == "");
       for (int r = 1; r < p; ++r)

@@ -1,9 +1,9 @@
 // The trainer's pieces, each against an independent reference: backward vs finite differences,
 // the sampler's partition, checkpoint and dataset parsing (including broken files), buckets.
-#include <catch2/catch.hpp>
-#include <coral/coral.hpp>
 #include <unistd.h>
 #include <zlib.h>
+#include <catch2/catch.hpp>
+#include <coral/coral.hpp>
 
 #include <cmath>
 #include <cstdio>

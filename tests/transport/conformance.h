@@ -3,17 +3,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <memory>
-#include <cstdlib>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "bootstrap/mem_store.h"
 #include "base/error.h"
 #include "base/host_id.h"
+#include "bootstrap/mem_store.h"
 #include "core/progress.h"
 #include "transport/transport.h"
 
@@ -62,8 +62,7 @@ struct Variant {
 
 // Connects p thread ranks all-to-all over transport `name`; body(rank, domain) runs on each;
 // returns the first error (rank-prefixed) or "".
-inline std::string on_ranks(const std::string& name, int p,
-                            const std::function<void(int, transport::Domain&)>& body,
+inline std::string on_ranks(const std::string& name, int p, const std::function<void(int, transport::Domain&)>& body,
                             std::shared_ptr<bootstrap::Store> store = std::make_shared<bootstrap::MemStore>()) {
   std::vector<transport::PeerInfo> peers;
   for (int r = 0; r < p; ++r) peers.push_back({r, static_cast<int>(getpid()), host_id()});

@@ -36,12 +36,16 @@ void send(transport::Link& l, int from, uint64_t msg, size_t bytes, WaitMonitor&
 std::string expect(transport::Link& l, int from, uint64_t msg, size_t bytes, WaitMonitor& mon, bool peek) {
   transport::Message m = l.recv_peek(mon, peek);
   std::string why;
-  if (m.tag != 1000 + msg) why = "tag " + std::to_string(m.tag) + " for message " + std::to_string(msg);
-  else if (m.bytes != bytes) why = "size " + std::to_string(m.bytes) + " for message " + std::to_string(msg);
+  if (m.tag != 1000 + msg)
+    why = "tag " + std::to_string(m.tag) + " for message " + std::to_string(msg);
+  else if (m.bytes != bytes)
+    why = "size " + std::to_string(m.bytes) + " for message " + std::to_string(msg);
   std::vector<uint8_t> got(bytes);
   if (why.empty() && bytes) {
-    if (m.data) std::memcpy(got.data(), m.data, bytes);
-    else l.recv_read(m, got.data());
+    if (m.data)
+      std::memcpy(got.data(), m.data, bytes);
+    else
+      l.recv_read(m, got.data());
     for (size_t i = 0; i < bytes && why.empty(); ++i)
       if (got[i] != pattern(from, msg, i)) why = "byte " + std::to_string(i) + " of message " + std::to_string(msg);
   }
@@ -101,7 +105,8 @@ TEST_CASE("a sender gets max_in_flight messages ahead, then blocks until the rec
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         int ahead = committed.load();
         if (ahead < window || ahead >= 2 * window + 8)
-          fail(coralInternalError, "sender got " + std::to_string(ahead) + " messages ahead; max_in_flight is " + std::to_string(window));
+          fail(coralInternalError,
+               "sender got " + std::to_string(ahead) + " messages ahead; max_in_flight is " + std::to_string(window));
         reader_started = true;
         for (int i = 0; i < 2 * window + 8; ++i) {
           std::string why = expect(l, 0, static_cast<uint64_t>(i), 64, mon, true);

@@ -66,9 +66,7 @@ void ensure(bool ok, const char* what) {
 TEST_CASE("a waiter spins while the rank it awaits runs on another CPU, else yields", "[shm][presence]") {
   Node n;
   shm::Yielder y = n.yielder();
-  SECTION("the awaited rank runs elsewhere: its message needs no core of ours") {
-    CHECK_FALSE(y.worth_yielding(1));
-  }
+  SECTION("the awaited rank runs elsewhere: its message needs no core of ours") { CHECK_FALSE(y.worth_yielding(1)); }
   SECTION("the awaited rank shares this CPU: it needs the core") {
     n.at(1).cpu = n.cpu;
     CHECK(y.worth_yielding(1));
@@ -151,7 +149,7 @@ TEST_CASE("a post's header comes back only once every reader acknowledged it", "
     CHECK(n.areas[0].ring[shm::post_slot(s)].tag == 100 + s);
   }
   CHECK_FALSE(n.posts.next_free());  // post 1's header is still read by both readers
-  CHECK_THROWS(n.post(8, 1));       // so the next post would wait
+  CHECK_THROWS(n.post(8, 1));        // so the next post would wait
   n.areas[1].acked[0] = 1;
   CHECK_FALSE(n.posts.next_free());  // and by one
   n.areas[2].acked[0] = slots;       // an acknowledgement covers every earlier post
@@ -194,7 +192,7 @@ TEST_CASE("a post's readers are the peers that post named, whatever earlier post
   const int self[] = {0, 1};
   CHECK_THROWS(n.posts.readers(self, 2));  // a set with this rank in it is refused, new or not
   CHECK_THROWS(n.posts.readers(self, 2));
-  CHECK_THROWS(n.posts.commit(8, 1, 0));    // and so is a set never made
+  CHECK_THROWS(n.posts.commit(8, 1, 0));  // and so is a set never made
   CHECK_THROWS(n.posts.commit(8, 1, 99));
 }
 
@@ -239,8 +237,8 @@ TEST_CASE("readers asleep on one header are all counted and all woken", "[shm][w
   std::atomic<uint32_t>& word = area.ring[1].seq;
   struct Sleepy : coral::WaitMonitor {
     Sleepy() {
-      spin = 0;                                      // straight to the futex
-      sleep_slice_ns = 30L * 1000 * 1000 * 1000;     // a lost wake shows as a 30 s wait
+      spin = 0;                                   // straight to the futex
+      sleep_slice_ns = 30L * 1000 * 1000 * 1000;  // a lost wake shows as a 30 s wait
     }
     void check(int) override {}
   };

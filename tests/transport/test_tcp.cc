@@ -8,8 +8,8 @@
 
 #include <cstring>
 
-#include "bootstrap/exchange.h"
 #include "base/socket.h"
+#include "bootstrap/exchange.h"
 #include "tests/transport/conformance.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/interface.h"
@@ -103,8 +103,16 @@ TEST_CASE("frame checks bound every field before it is used") {
   tcp::Geometry g{1 << 20, 4, 2};
   auto data = [](uint32_t total, uint8_t part, uint64_t seq) {
     int n = tcp::nparts_for(total, 2);
-    return tcp::Frame{tcp::kFrameMagic, static_cast<uint8_t>(tcp::Kind::Data), part, static_cast<uint16_t>(n),
-                      static_cast<uint32_t>(tcp::part_of(total, n, part).bytes), total, 0, 0, seq, 7};
+    return tcp::Frame{tcp::kFrameMagic,
+                      static_cast<uint8_t>(tcp::Kind::Data),
+                      part,
+                      static_cast<uint16_t>(n),
+                      static_cast<uint32_t>(tcp::part_of(total, n, part).bytes),
+                      total,
+                      0,
+                      0,
+                      seq,
+                      7};
   };
   CHECK(tcp::check_frame(data(100, 0, 0), 0, g, 0, 4) == "");
   CHECK(tcp::check_frame(data(1 << 20, 1, 3), 1, g, 0, 0) == "");
@@ -130,8 +138,8 @@ TEST_CASE("frame checks bound every field before it is used") {
 
 TEST_CASE("stripes cover a message exactly once") {
   for (int nsocks : {1, 2, 3, 4, 16})
-    for (size_t total : {size_t(0), size_t(1), size_t(65535), size_t(131072), size_t(200001), size_t(1) << 20,
-                         size_t(16 << 20) + 5}) {
+    for (size_t total :
+         {size_t(0), size_t(1), size_t(65535), size_t(131072), size_t(200001), size_t(1) << 20, size_t(16 << 20) + 5}) {
       int n = tcp::nparts_for(total, nsocks);
       REQUIRE(n >= 1);
       REQUIRE(n <= nsocks);
@@ -214,7 +222,8 @@ TEST_CASE("a connection with the wrong token is turned away and the job still co
   std::thread intruder([&] {
     // Rank 1 accepts from rank 0; knock on its door first with a made-up token.
     const std::string addr =
-        bootstrap::Record::decode(store->bootstrap::MemStore::get("conf/tcp/addr/1", std::chrono::seconds(10)), "tcp address record", 1)
+        bootstrap::Record::decode(store->bootstrap::MemStore::get("conf/tcp/addr/1", std::chrono::seconds(10)),
+                                  "tcp address record", 1)
             .text("addr");
     int fd = net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5));
     tcp::Hello h = good_hello(bootstrap::wire::random_secret());
@@ -228,22 +237,25 @@ TEST_CASE("a connection with the wrong token is turned away and the job still co
     close(fd);
     intruder_done = true;
   });
-  std::string err = on_ranks("tcp", 2, [&](int r, transport::Domain& d) {
-    if (r == 0)  // let the intruder go first
-      while (!intruder_done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    Monitor mon(&d, 20);
-    transport::Link& l = *d.link(1 - r);
-    if (r == 0) {
-      std::byte* out = l.send_acquire(4, mon);
-      std::memcpy(out, "ok!", 4);
-      l.send_commit(4, 1);
-      d.drain(mon);
-    } else {
-      transport::Message m = l.recv_peek(mon, true);
-      if (m.bytes != 4 || std::memcmp(m.data, "ok!", 4) != 0) fail(coralInternalError, "wrong message");
-      l.recv_release();
-    }
-  }, store);
+  std::string err = on_ranks(
+      "tcp", 2,
+      [&](int r, transport::Domain& d) {
+        if (r == 0)  // let the intruder go first
+          while (!intruder_done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        Monitor mon(&d, 20);
+        transport::Link& l = *d.link(1 - r);
+        if (r == 0) {
+          std::byte* out = l.send_acquire(4, mon);
+          std::memcpy(out, "ok!", 4);
+          l.send_commit(4, 1);
+          d.drain(mon);
+        } else {
+          transport::Message m = l.recv_peek(mon, true);
+          if (m.bytes != 4 || std::memcmp(m.data, "ok!", 4) != 0) fail(coralInternalError, "wrong message");
+          l.recv_release();
+        }
+      },
+      store);
   intruder.join();
   CHECK(err == "");
   CHECK(intruder_saw == "closed");

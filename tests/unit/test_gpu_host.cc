@@ -1,7 +1,7 @@
 // What of the GPU path runs without a GPU: the no-CUDA behaviour of the C API, the kernels'
 // vector plan, and the cuda_ipc exchange record. tests/gpu/ holds the checks that need a GPU.
-#include <catch2/catch.hpp>
 #include <coral/coral.h>
+#include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstdlib>
@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/one_rank.h"
 #include "base/error.h"
+#include "common/one_rank.h"
 #include "core/gpu_state.h"
 #include "gpu/runtime.h"
 #include "kernels/cuda/plan.h"
@@ -119,8 +119,9 @@ TEST_CASE("the cuda_ipc record round-trips and names a bad one") {
   CHECK(back.ring_bytes == size_t{1} << 24);
   CHECK(back.handle_hex == r.handle_hex);
   CHECK(back.addr == r.addr);
-  for (std::string bad : {std::string(""), std::string("1 2 3"), "1 2 3 " + std::string(127, 'a') + " 0",
-                          "1 2 3 " + std::string(128, 'g') + " 0", std::string("x 2 3 ") + std::string(128, 'a') + " 0"}) {
+  for (std::string bad :
+       {std::string(""), std::string("1 2 3"), "1 2 3 " + std::string(127, 'a') + " 0",
+        "1 2 3 " + std::string(128, 'g') + " 0", std::string("x 2 3 ") + std::string(128, 'a') + " 0"}) {
     INFO(bad);
     try {
       decode(bad, 5);

@@ -50,15 +50,14 @@ struct Combo {
   Algo algo;
 };
 const Combo kCombos[] = {
-    {Coll::AllReduce, Algo::Ring},      {Coll::AllReduce, Algo::RecursiveDoubling},
-    {Coll::AllReduce, Algo::Rhd},       {Coll::AllReduce, Algo::TwoShot},
-    {Coll::AllReduce, Algo::OneShot},   {Coll::AllReduce, Algo::Tree},
-    {Coll::AllReduce, Algo::Hier},
-    {Coll::ReduceScatter, Algo::Ring},
-    {Coll::ReduceScatter, Algo::Rhd},   {Coll::AllGather, Algo::Ring},
-    {Coll::AllGather, Algo::Rhd},       {Coll::Broadcast, Algo::Chain},
-    {Coll::Broadcast, Algo::Tree},      {Coll::Reduce, Algo::Chain},
-    {Coll::Reduce, Algo::Tree},         {Coll::Barrier, Algo::Dissemination},
+    {Coll::AllReduce, Algo::Ring},    {Coll::AllReduce, Algo::RecursiveDoubling},
+    {Coll::AllReduce, Algo::Rhd},     {Coll::AllReduce, Algo::TwoShot},
+    {Coll::AllReduce, Algo::OneShot}, {Coll::AllReduce, Algo::Tree},
+    {Coll::AllReduce, Algo::Hier},    {Coll::ReduceScatter, Algo::Ring},
+    {Coll::ReduceScatter, Algo::Rhd}, {Coll::AllGather, Algo::Ring},
+    {Coll::AllGather, Algo::Rhd},     {Coll::Broadcast, Algo::Chain},
+    {Coll::Broadcast, Algo::Tree},    {Coll::Reduce, Algo::Chain},
+    {Coll::Reduce, Algo::Tree},       {Coll::Barrier, Algo::Dissemination},
 };
 
 // Reduce-scatter and all-gather counts are per rank (P times more elements in all), and
@@ -137,8 +136,7 @@ TEST_CASE("long: every P from 1 to 512 with every count, and a sample of P up to
   sweep(ps, [](int p, Combo c) {
     // Heavy counts keep to 0, 1, a prime and a larger odd count from P = 129 (P-1 and P+1 per
     // rank made P^2 elements per rank: hours at P = 512).
-    if (heavy_counts(c) && p > 128)
-      return std::vector<size_t>{0, 1, 13, 101};
+    if (heavy_counts(c) && p > 128) return std::vector<size_t>{0, 1, 13, 101};
     return std::vector<size_t>{0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p + 1), 101, 1001};
   });
   sweep({600, 777, 1000, 1024, 1500, 2048, 3000, 4095, 4096}, [](int p, Combo c) {
@@ -215,7 +213,8 @@ TEST_CASE("double binary trees: two well-formed trees, complementary leaves, log
         if (n.children.empty()) leaf_in[r]++;
         for (int c : n.children) REQUIRE(coral::patterns::dbtree_node(c, p, t).parent == r);
         int d = 0;
-        for (int q = r; coral::patterns::dbtree_node(q, p, t).parent >= 0; q = coral::patterns::dbtree_node(q, p, t).parent)
+        for (int q = r; coral::patterns::dbtree_node(q, p, t).parent >= 0;
+             q = coral::patterns::dbtree_node(q, p, t).parent)
           REQUIRE(++d <= p);
         depth_max = std::max(depth_max, d);
       }
@@ -275,7 +274,8 @@ TEST_CASE("hierarchical all-reduce holds over even, uneven and interleaved hosts
   std::vector<std::vector<int>> layouts;
   auto sizes = [&](std::vector<int> per_host) {  // consecutive ranks per host
     std::vector<int> h;
-    for (size_t g = 0; g < per_host.size(); g++) h.insert(h.end(), static_cast<size_t>(per_host[g]), static_cast<int>(g));
+    for (size_t g = 0; g < per_host.size(); g++)
+      h.insert(h.end(), static_cast<size_t>(per_host[g]), static_cast<int>(g));
     layouts.push_back(h);
   };
   sizes({3, 5, 1});
@@ -428,8 +428,8 @@ TEST_CASE("folds: found in rank order, shortened when their scratch lives on, he
   auto same = [](const std::vector<FoldInput>& got, const std::vector<FoldInput>& want) {
     if (got.size() != want.size()) return false;
     for (size_t i = 0; i < got.size(); ++i)
-      if (got[i].step != want[i].step || (got[i].step < 0 && (got[i].local.buf != want[i].local.buf ||
-                                                              got[i].local.off != want[i].local.off)))
+      if (got[i].step != want[i].step ||
+          (got[i].step < 0 && (got[i].local.buf != want[i].local.buf || got[i].local.off != want[i].local.off)))
         return false;
     return true;
   };

@@ -8,10 +8,10 @@
 #include <random>
 #include <thread>
 
+#include "base/error.h"
 #include "bootstrap/exchange.h"
 #include "bootstrap/mem_store.h"
 #include "bootstrap/tcp_store.h"
-#include "base/error.h"
 
 using namespace coral;
 using namespace std::chrono_literals;
@@ -97,7 +97,8 @@ TEST_CASE("TCP store refuses random bytes and wrong secrets; the job still works
   }
   // A header that claims a huge value must be refused before anything is allocated.
   int liar = raw_connect(server.port());
-  bootstrap::wire::Header h{bootstrap::wire::kMagic, static_cast<uint8_t>(bootstrap::wire::Msg::Hello), {}, 0, 0xffffffffu};
+  bootstrap::wire::Header h{
+      bootstrap::wire::kMagic, static_cast<uint8_t>(bootstrap::wire::Msg::Hello), {}, 0, 0xffffffffu};
   (void)!send(liar, &h, sizeof h, MSG_NOSIGNAL);
   CHECK(closed_by_server(liar));
   close(liar);
@@ -143,7 +144,10 @@ TEST_CASE("peer records round-trip, and every malformed one is refused naming it
   CHECK_THAT(refused([&] { back.number("host"); }), Catch::Contains("not a number"));
   CHECK_THAT(refused([&] { back.bytes("raw", out, 4); }), Catch::Contains("5 bytes, expected 4"));
   coral::bootstrap::Bytes b = r.encode();
-  CHECK_THAT(refused([&] { Record::decode({b.begin(), b.end() - 1}, "test record", 3); }), Catch::Contains("truncated"));
+  CHECK_THAT(refused([&] {
+               Record::decode({b.begin(), b.end() - 1}, "test record", 3);
+             }),
+             Catch::Contains("truncated"));
   CHECK_THAT(refused([&] { Record::decode({}, "test record", 3); }), Catch::Contains("truncated"));
   coral::bootstrap::Bytes longer = b;
   longer.push_back(0);

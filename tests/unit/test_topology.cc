@@ -1,7 +1,7 @@
 // Topology on real machines' files (tests/fixtures/topology, see its README) and on this machine:
 // counts, path classes, ring properties, NIC choice, round trips, and damaged input.
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -73,10 +73,10 @@ TEST_CASE("OCI H100 (full NCCL dump): NVSwitch box with 8 dual-port RoCE NICs") 
         CHECK(p.lanes == 18);
         CHECK(p.bw == Approx(18 * 20.6));
       }
-  CHECK(path(t, "0000:0f:00.0", "mlx5_0") == Path::PXB);   // GPU0 and its NIC share a switch tree
+  CHECK(path(t, "0000:0f:00.0", "mlx5_0") == Path::PXB);  // GPU0 and its NIC share a switch tree
   CHECK(path(t, "0000:0f:00.0", "mlx5_3") == Path::PHB);
   CHECK(path(t, "0000:0f:00.0", "mlx5_16") == Path::SYS);  // other socket
-  CHECK(path(t, "mlx5_0", "mlx5_1") == Path::LOC);          // two ports of one NIC
+  CHECK(path(t, "mlx5_0", "mlx5_1") == Path::LOC);         // two ports of one NIC
   CHECK(t.up_bw(dev(t, "mlx5_0")) == Approx(180000 / 8000.0));
 
   auto places = default_places(t, 8);
@@ -201,34 +201,48 @@ TEST_CASE("damaged input gives a located error, never a crash") {
   std::string good = slurp(fixture("nccl-issue2397_2xA100-PCIe_RoCE_nonvlink.xml"));
   CHECK_THROWS_WITH(from_nccl_xml(good.substr(0, good.size() / 2), "cut.xml"),
                     Catch::StartsWith("cut.xml: line") && Catch::Contains("malformed XML"));
-  CHECK_THROWS_WITH(from_nccl_xml("<system version=\"1\">\n<cpu numaid=\"0\">\n<pci class=\"0x030200\"/>\n</cpu></system>", "x"),
-                    Catch::Contains("line 3, <pci>: missing busid"));
+  CHECK_THROWS_WITH(
+      from_nccl_xml("<system version=\"1\">\n<cpu numaid=\"0\">\n<pci class=\"0x030200\"/>\n</cpu></system>", "x"),
+      Catch::Contains("line 3, <pci>: missing busid"));
   CHECK_THROWS_WITH(from_nccl_xml("<system version=\"1\"></system>", "x"), Catch::Contains("no <cpu>"));
   CHECK_THROWS_WITH(from_nccl_xml("<other/>", "x"), Catch::Contains("no <system>"));
   CHECK_THROWS_WITH(from_nccl_xml("<system version=\"1\"><cpu><pci busid=\"0000:01:00.0\" class=\"0x030200\">"
                                   "<gpu sm=\"80\"><nvlink target=\"0000:99:00.0\" count=\"2\" tclass=\"0x030200\"/>"
-                                  "</gpu></pci></cpu></system>", "x"),
+                                  "</gpu></pci></cpu></system>",
+                                  "x"),
                     Catch::Contains("target 0000:99:00.0 is not in the file"));
-  CHECK_THROWS_WITH(from_nccl_xml("<system version=\"1\"><cpu><pci busid=\"0000:01:00.0\" class=\"0x030200\">"
-                                  "<gpu sm=\"80\"><nvlink target=\"ffffffff:ff:ff.0\" count=\"lots\" tclass=\"0x068000\"/>"
-                                  "</gpu></pci></cpu></system>", "x"),
-                    Catch::Contains("count=\"lots\""));
-  CHECK_THROWS_WITH(from_nccl_xml("<system version=\"1\"><cpu><pci busid=\"0000:01:00.0\"/><pci busid=\"0000:01:00.0\"/></cpu></system>", "x"),
-                    Catch::Contains("duplicate busid"));
-  CHECK_THROWS_WITH(from_json("{\"format\": \"coral-topology\", \"version\": 1, \"devices\": [{\"kind\": \"toaster\", \"id\": \"a\"}]}", "j"),
-                    Catch::Contains("devices[0]") && Catch::Contains("toaster"));
-  CHECK_THROWS_WITH(from_json("{\"format\": \"coral-topology\", \"version\": 1, \"devices\": [{\"kind\": \"gpu\", \"id\": \"a\", \"parent\": \"b\"}]}", "j"),
+  CHECK_THROWS_WITH(
+      from_nccl_xml("<system version=\"1\"><cpu><pci busid=\"0000:01:00.0\" class=\"0x030200\">"
+                    "<gpu sm=\"80\"><nvlink target=\"ffffffff:ff:ff.0\" count=\"lots\" tclass=\"0x068000\"/>"
+                    "</gpu></pci></cpu></system>",
+                    "x"),
+      Catch::Contains("count=\"lots\""));
+  CHECK_THROWS_WITH(
+      from_nccl_xml(
+          "<system version=\"1\"><cpu><pci busid=\"0000:01:00.0\"/><pci busid=\"0000:01:00.0\"/></cpu></system>", "x"),
+      Catch::Contains("duplicate busid"));
+  CHECK_THROWS_WITH(
+      from_json(
+          "{\"format\": \"coral-topology\", \"version\": 1, \"devices\": [{\"kind\": \"toaster\", \"id\": \"a\"}]}",
+          "j"),
+      Catch::Contains("devices[0]") && Catch::Contains("toaster"));
+  CHECK_THROWS_WITH(from_json("{\"format\": \"coral-topology\", \"version\": 1, \"devices\": [{\"kind\": \"gpu\", "
+                              "\"id\": \"a\", \"parent\": \"b\"}]}",
+                              "j"),
                     Catch::Contains("parent 'b'"));
-  CHECK_THROWS_WITH(from_json("{\"format\": \"coral-topology\", \"version\": 1, \"devices\": [], \"links\": [{\"a\": \"x\"}]}", "j"),
-                    Catch::Contains("links[0]"));
+  CHECK_THROWS_WITH(
+      from_json("{\"format\": \"coral-topology\", \"version\": 1, \"devices\": [], \"links\": [{\"a\": \"x\"}]}", "j"),
+      Catch::Contains("links[0]"));
   CHECK_THROWS_WITH(from_json("{\"format\": \"coral-topology\"", "j"), Catch::Contains("not valid JSON"));
   CHECK_THROWS_WITH(from_json("[1,2]", "j"), Catch::Contains("not a coral-topology document"));
   CHECK_THROWS_WITH(load_file("/nonexistent.xml"), Catch::Contains("cannot open"));
   // Odd but valid: link_speed strings NCCL has written over the years, and comments.
-  Topology odd = from_nccl_xml("<!-- c --><system version=\"1\"><cpu numaid=\"0\">"
-                               "<pci busid=\"0000:01:00.0\" class=\"0x030200\" link_speed=\"Unknown\" link_width=\"0\"/>"
-                               "<pci busid=\"0000:02:00.0\" class=\"0x030200\" link_speed=\"2.5 GT/s PCIe\" link_width=\"16\"/>"
-                               "</cpu></system>", "x");
+  Topology odd = from_nccl_xml(
+      "<!-- c --><system version=\"1\"><cpu numaid=\"0\">"
+      "<pci busid=\"0000:01:00.0\" class=\"0x030200\" link_speed=\"Unknown\" link_width=\"0\"/>"
+      "<pci busid=\"0000:02:00.0\" class=\"0x030200\" link_speed=\"2.5 GT/s PCIe\" link_width=\"16\"/>"
+      "</cpu></system>",
+      "x");
   CHECK(odd.up_bw(odd.find("0000:02:00.0")) == Approx(2.5 * 0.8 / 8 * 16));
   CHECK(odd.up_bw(odd.find("0000:01:00.0")) > 0);
   CHECK(pcie_lane_gbs("32.0 GT/s PCIe") == Approx(32 * 128.0 / 130 / 8));

@@ -45,11 +45,11 @@ TEST_CASE("CORAL_ALGO: one name, or size ranges per collective, with clear error
   t.rules = o.rules;
   t.single_host = true;
   auto pick = [&](Coll c, size_t count, int p = 4) { return select_algo(args(c, p, count * 4), t); };
-  CHECK(pick(Coll::AllReduce, 2) == Algo::OneShot);            // 8 B
-  CHECK(pick(Coll::AllReduce, 1023) == Algo::OneShot);         // 4092 B
-  CHECK(pick(Coll::AllReduce, 1024) == Algo::Rhd);             // 4 KiB
+  CHECK(pick(Coll::AllReduce, 2) == Algo::OneShot);     // 8 B
+  CHECK(pick(Coll::AllReduce, 1023) == Algo::OneShot);  // 4092 B
+  CHECK(pick(Coll::AllReduce, 1024) == Algo::Rhd);      // 4 KiB
   CHECK(pick(Coll::AllReduce, (1 << 18) - 1) == Algo::Rhd);
-  CHECK(pick(Coll::AllReduce, 1 << 18) == Algo::Ring);         // 1 MiB
+  CHECK(pick(Coll::AllReduce, 1 << 18) == Algo::Ring);  // 1 MiB
   CHECK(pick(Coll::Broadcast, 100) == Algo::Tree);
   CHECK(pick(Coll::Broadcast, 1 << 20) == default_algo(Coll::Broadcast));  // outside: the tuner's
   CHECK(parse_overrides("auto").all == Algo::Auto);
@@ -128,9 +128,9 @@ TEST_CASE("on one host the tuner takes one-shot, then rhd or two-shot, then (abo
   t.single_host = true;
   CHECK(pick(4, 128 << 10) == Algo::TwoShot);
   CHECK(pick(4, 256 << 10) == Algo::Rhd);
-  CHECK(pick(4, 16 << 20) == Algo::Rhd);      // at P=4 up to 32 MiB
+  CHECK(pick(4, 16 << 20) == Algo::Rhd);  // at P=4 up to 32 MiB
   CHECK(pick(4, 32 << 20) == Algo::TwoShot);
-  CHECK(pick(3, 1 << 20) == Algo::TwoShot);   // not a power of two
+  CHECK(pick(3, 1 << 20) == Algo::TwoShot);  // not a power of two
   // Above 4 ranks the ring takes over from S = max(128 KiB, 256 P^3).
   CHECK(pick(8, (128 << 10) - 4) == Algo::Rhd);
   CHECK(pick(8, 128 << 10) == Algo::Ring);
@@ -207,7 +207,8 @@ TEST_CASE("across hosts the tuner's cost-model pick is close to the simulator's 
         REQUIRE(r.error == "");
         sim[algo] = r.seconds;
       }
-      double best = std::min_element(sim.begin(), sim.end(), [](auto& x, auto& y) { return x.second < y.second; })->second;
+      double best =
+          std::min_element(sim.begin(), sim.end(), [](auto& x, auto& y) { return x.second < y.second; })->second;
       Algo pick = select_algo(a, t);
       INFO("P=" << p << " per host " << per_host << " bytes " << bytes << ": picked " << algo_name(pick) << " "
                 << sim[pick] * 1e6 << " us, best " << best * 1e6 << " us");
@@ -309,10 +310,10 @@ TEST_CASE("the trials' picks read back through CORAL_ALGO as the same choices") 
     trials.emplace(std::make_pair(static_cast<int>(c), trial_bucket(bytes)), t);
   };
   CHECK(as_overrides(trials).empty());
-  decided(Coll::AllReduce, 20 << 10, Algo::OneShot);   // [16K, 32K)
-  decided(Coll::AllReduce, 40 << 10, Algo::OneShot);   // [32K, 64K): merged with the one before
-  decided(Coll::AllReduce, 300 << 10, Algo::Rhd);      // [256K, 512K): a gap before it
-  decided(Coll::AllReduce, 5u << 20, Algo::TwoShot);   // [4M, 8M)
+  decided(Coll::AllReduce, 20 << 10, Algo::OneShot);  // [16K, 32K)
+  decided(Coll::AllReduce, 40 << 10, Algo::OneShot);  // [32K, 64K): merged with the one before
+  decided(Coll::AllReduce, 300 << 10, Algo::Rhd);     // [256K, 512K): a gap before it
+  decided(Coll::AllReduce, 5u << 20, Algo::TwoShot);  // [4M, 8M)
   trials.emplace(std::make_pair(static_cast<int>(Coll::AllReduce), trial_bucket(100 << 10)),
                  Trial({Algo::Rhd}, TrialShape{0, 1, 1}));  // still running: left out
   const std::string text = as_overrides(trials);

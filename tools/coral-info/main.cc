@@ -6,8 +6,8 @@
 //   coral-info --tuner         the tuner's one-host defaults, in the CORAL_ALGO grammar
 #include <coral/coral.h>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -100,19 +100,18 @@ void print_knobs(const json& ks, bool markdown) {
     std::printf("| variable | type | default | meaning |\n|---|---|---|---|\n");
     for (const auto& k : ks) {
       std::string allowed = k["allowed"].get<std::string>();
-      std::printf("| `%s` | %s | %s | %s%s |\n", k["name"].get<std::string>().c_str(), k["type"].get<std::string>().c_str(),
-                  k["default"].get<std::string>().c_str(), k["doc"].get<std::string>().c_str(),
-                  allowed.empty() ? "" : (" Allowed: " + allowed + ".").c_str());
+      std::printf("| `%s` | %s | %s | %s%s |\n", k["name"].get<std::string>().c_str(),
+                  k["type"].get<std::string>().c_str(), k["default"].get<std::string>().c_str(),
+                  k["doc"].get<std::string>().c_str(), allowed.empty() ? "" : (" Allowed: " + allowed + ".").c_str());
     }
     return;
   }
   for (const auto& k : ks) {
-    std::printf("%s (%s, default '%s'%s%s)\n", k["name"].get<std::string>().c_str(), k["type"].get<std::string>().c_str(),
-                k["default"].get<std::string>().c_str(),
+    std::printf("%s (%s, default '%s'%s%s)\n", k["name"].get<std::string>().c_str(),
+                k["type"].get<std::string>().c_str(), k["default"].get<std::string>().c_str(),
                 k["allowed"].get<std::string>().empty() ? "" : (", " + k["allowed"].get<std::string>()).c_str(),
                 k["set"].get<bool>() ? (", set to '" + k["value"].get<std::string>() + "'").c_str() : "");
-    if (!k["error"].get<std::string>().empty())
-      std::printf("    INVALID: %s\n", k["error"].get<std::string>().c_str());
+    if (!k["error"].get<std::string>().empty()) std::printf("    INVALID: %s\n", k["error"].get<std::string>().c_str());
     std::printf("    %s\n", k["doc"].get<std::string>().c_str());
   }
 }
@@ -157,15 +156,17 @@ int main(int argc, char** argv) {
     if (!show_knobs) all["machine"] = machine();
     json rows = json::array();
     for (const auto& row : coral::collectives::default_rows())
-      rows.push_back({{"min_ranks", row.lo}, {"max_ranks", row.hi == coral::collectives::kAnyRanks ? -1 : row.hi},
+      rows.push_back({{"min_ranks", row.lo},
+                      {"max_ranks", row.hi == coral::collectives::kAnyRanks ? -1 : row.hi},
                       {"coral_algo", row.text}});
     all["tuner_defaults"] = rows;
     std::printf("%s\n", all.dump(2).c_str());
   } else if (show_tuner) {
-    std::printf("# One host, no CORAL_ALGO: the all-reduce's algorithm by rank count past the latency path\n"
-                "# (CORAL_SMALL_BYTES, and one-shot while its peers read at most 64 KiB). Each line's value\n"
-                "# works as CORAL_ALGO too.\n%s",
-                coral::collectives::default_rules_text().c_str());
+    std::printf(
+        "# One host, no CORAL_ALGO: the all-reduce's algorithm by rank count past the latency path\n"
+        "# (CORAL_SMALL_BYTES, and one-shot while its peers read at most 64 KiB). Each line's value\n"
+        "# works as CORAL_ALGO too.\n%s",
+        coral::collectives::default_rules_text().c_str());
   } else if (show_knobs) {
     print_knobs(ks, markdown);
   } else {
@@ -181,7 +182,8 @@ int main(int argc, char** argv) {
     std::printf("machine: %s\n", machine_line(machine()).c_str());
     std::printf("knobs: %zu (coral-info --knobs lists them)\n", ks.size());
   }
-  for (const std::string& n : unknown) std::fprintf(stderr, "coral-info: warning: %s is set but is no Coral knob\n", n.c_str());
+  for (const std::string& n : unknown)
+    std::fprintf(stderr, "coral-info: warning: %s is set but is no Coral knob\n", n.c_str());
   // A bad value fails every communicator's creation: say so with the exit status too.
   return invalid ? 2 : 0;
 }

@@ -64,8 +64,8 @@ int exit_code(int status) {
   return 1;
 }
 
-pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t& old_mask,
-            const std::string& root, const std::string& secret, const std::vector<int>& cpus) {
+pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t& old_mask, const std::string& root,
+            const std::string& secret, const std::vector<int>& cpus) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   // Child: die with the launcher, restore signals, wire output, set the rank's environment.
@@ -102,17 +102,20 @@ int launch(const Options& opt) {
   sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
   sigprocmask(SIG_BLOCK, &mask, &old_mask);
-  bootstrap::wire::Secret secret = opt.secret.empty() ? bootstrap::wire::random_secret() : bootstrap::wire::secret_from_hex(opt.secret);
+  bootstrap::wire::Secret secret =
+      opt.secret.empty() ? bootstrap::wire::random_secret() : bootstrap::wire::secret_from_hex(opt.secret);
   std::unique_ptr<bootstrap::TcpStoreServer> store;
   std::string root = opt.root;
   if (opt.nnodes == 1) {
-    store = std::make_unique<bootstrap::TcpStoreServer>(net::resolve("127.0.0.1", 0), secret, false, std::chrono::milliseconds(0));
+    store = std::make_unique<bootstrap::TcpStoreServer>(net::resolve("127.0.0.1", 0), secret, false,
+                                                        std::chrono::milliseconds(0));
     root = "127.0.0.1:" + std::to_string(store->port());
   } else if (opt.node_rank == 0) {
     // Served on every interface at the root's port: the other nodes reach it at root.
     net::SockAddr at = net::resolve(root);
-    store = std::make_unique<bootstrap::TcpStoreServer>(net::resolve(at.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", at.port()),
-                                             secret, false, std::chrono::milliseconds(0));
+    store = std::make_unique<bootstrap::TcpStoreServer>(
+        net::resolve(at.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", at.port()), secret, false,
+        std::chrono::milliseconds(0));
   }
 
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -195,8 +198,7 @@ int launch(const Options& opt) {
         kill_at = Clock::now() + std::chrono::seconds(3);
       }
     }
-    if (!stopping && opt.timeout_s > 0 &&
-        Clock::now() - started > std::chrono::duration<double>(opt.timeout_s)) {
+    if (!stopping && opt.timeout_s > 0 && Clock::now() - started > std::chrono::duration<double>(opt.timeout_s)) {
       why = "timeout after " + std::to_string(static_cast<int>(opt.timeout_s)) + " s";
       stopping = true;
       stop_all(SIGTERM);

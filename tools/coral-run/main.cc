@@ -62,8 +62,9 @@ int main(int argc, char** argv) {
     }
     const char* secret = std::getenv("CORAL_SECRET");
     if (!secret || std::strlen(secret) != 64 || std::strspn(secret, "0123456789abcdefABCDEF") != 64) {
-      std::fprintf(stderr, "coral-run: --nnodes > 1 needs CORAL_SECRET, the same 64 hex digits on every node "
-                           "(e.g. export CORAL_SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(32))'))\n");
+      std::fprintf(stderr,
+                   "coral-run: --nnodes > 1 needs CORAL_SECRET, the same 64 hex digits on every node "
+                   "(e.g. export CORAL_SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(32))'))\n");
       return 2;
     }
     opt.secret = secret;

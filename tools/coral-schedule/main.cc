@@ -1,16 +1,16 @@
 // coral-schedule: what an algorithm does, without running it. Prints one rank's schedule step by
 // step (and whether the verifier proves it), or predicts times and bus bandwidth on a described
 // cluster with the alpha-beta simulator, for rank counts we cannot run.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 
+#include "base/config.h"
+#include "base/error.h"
 #include "collectives/registry.h"
 #include "collectives/simulate.h"
 #include "collectives/verify.h"
-#include "base/config.h"
-#include "base/error.h"
 
 using namespace coral::collectives;
 
@@ -19,7 +19,8 @@ namespace {
 Coll parse_coll(const std::string& s) {
   for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce, Coll::Barrier})
     if (s == coll_name(c)) return c;
-  throw std::invalid_argument("unknown collective '" + s + "' (allreduce, reducescatter, allgather, broadcast, reduce, barrier)");
+  throw std::invalid_argument("unknown collective '" + s +
+                              "' (allreduce, reducescatter, allgather, broadcast, reduce, barrier)");
 }
 
 size_t parse_bytes(const std::string& s) {
@@ -32,8 +33,8 @@ size_t parse_bytes(const std::string& s) {
 
 std::vector<Algo> algos_of(Coll c) {
   std::vector<Algo> out;
-  for (Algo a : {Algo::Ring, Algo::Tree, Algo::Rhd, Algo::RecursiveDoubling, Algo::OneShot, Algo::TwoShot,
-                 Algo::Hier, Algo::Chain, Algo::Dissemination})
+  for (Algo a : {Algo::Ring, Algo::Tree, Algo::Rhd, Algo::RecursiveDoubling, Algo::OneShot, Algo::TwoShot, Algo::Hier,
+                 Algo::Chain, Algo::Dissemination})
     if (supports(c, a)) out.push_back(a);
   return out;
 }
@@ -49,9 +50,10 @@ struct Predict {
 int predict(Coll coll, const std::vector<Algo>& algos, int p, size_t chunk, const Predict& o) {
   Cluster c = Cluster::uniform(p, o.per_host, {o.intra_us * 1e-6, 1 / (o.intra_gbs * 1e9), o.msg_us * 1e-6},
                                {o.inter_us * 1e-6, 1 / (o.inter_gbs * 1e9), o.msg_us * 1e-6});
-  std::printf("# %s on %d ranks, %d per host; inside a host %g us + %g GB/s, between hosts %g us + %g GB/s "
-              "per rank; %g us per message sent\n# predicted busbw GB/s (time us) by the alpha-beta simulator\n",
-              coll_name(coll), p, o.per_host, o.intra_us, o.intra_gbs, o.inter_us, o.inter_gbs, o.msg_us);
+  std::printf(
+      "# %s on %d ranks, %d per host; inside a host %g us + %g GB/s, between hosts %g us + %g GB/s "
+      "per rank; %g us per message sent\n# predicted busbw GB/s (time us) by the alpha-beta simulator\n",
+      coll_name(coll), p, o.per_host, o.intra_us, o.intra_gbs, o.inter_us, o.inter_gbs, o.msg_us);
   std::printf("%12s", "bytes");
   for (Algo a : algos) std::printf(" %22s", algo_name(a));
   std::printf("  best\n");
@@ -76,8 +78,8 @@ int predict(Coll coll, const std::vector<Algo>& algos, int p, size_t chunk, cons
       }
       SimResult r = simulate(args, a, c);
       if (!r.error.empty()) throw std::runtime_error(r.error);
-      double busbw = 4.0 * args.count * (coll == Coll::ReduceScatter || coll == Coll::AllGather ? p : 1) /
-                     r.seconds * bus_factor(coll, p) / 1e9;
+      double busbw = 4.0 * args.count * (coll == Coll::ReduceScatter || coll == Coll::AllGather ? p : 1) / r.seconds *
+                     bus_factor(coll, p) / 1e9;
       std::printf(" %10.2f (%9.1f)", busbw, r.seconds * 1e6);
       if (busbw > best) best = busbw, best_name = algo_name(a);
     }

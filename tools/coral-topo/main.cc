@@ -1,8 +1,8 @@
 // coral-topo: shows the machine model Coral detects (or loads from a file), the way nvidia-smi
 // topo -m does and more: matrix, tree, JSON, DOT/PNG, NCCL XML, and the rings/trees for N ranks.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   app.add_option("-r,--rings", ranks, "show the ring, NIC choice and host tree for N ranks a host")
       ->check(CLI::PositiveNumber);
   app.add_option("--hosts", hosts, "treat the model as this many identical hosts (for --rings)")
-      ->capture_default_str()->check(CLI::Range(1, 4096));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   app.add_option("--sysfs", sysfs, "sysfs root for NIC detection")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {

@@ -81,8 +81,8 @@ Schedule allreduce_hier(const CollArgs& a) {
     ring_reduce_scatter(s, x, across, {Buf::Recv, across.off[static_cast<size_t>(me)]}, false);
     remap(s, mark, peers, true);  // the shard already sits in the receive buffer
     if (a.op == coralAvg && across.size[static_cast<size_t>(me)] > 0)
-      s.steps.push_back(collectives::scale({Buf::Recv, across.off[static_cast<size_t>(me)]},
-                                     across.size[static_cast<size_t>(me)]));
+      s.steps.push_back(
+          collectives::scale({Buf::Recv, across.off[static_cast<size_t>(me)]}, across.size[static_cast<size_t>(me)]));
     mark = s.steps.size();
     ring_allgather(s, x, across);
     remap(s, mark, peers, false);

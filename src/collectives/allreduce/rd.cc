@@ -18,8 +18,10 @@ Schedule allreduce_rd(const CollArgs& a) {
     const size_t n = std::min(a.chunk, a.count - lo);
     const Ref buf{Buf::Recv, lo};
     if (r < 2 * g.rem) {
-      if (nr < 0) s.steps.push_back(collectives::send(r + 1, buf, n));
-      else s.steps.push_back(collectives::recv_reduce(r - 1, buf, buf, n));
+      if (nr < 0)
+        s.steps.push_back(collectives::send(r + 1, buf, n));
+      else
+        s.steps.push_back(collectives::recv_reduce(r - 1, buf, buf, n));
     }
     if (nr >= 0) {
       for (int mask = 1; mask < g.pof2; mask <<= 1) {
@@ -30,8 +32,10 @@ Schedule allreduce_rd(const CollArgs& a) {
       if (a.op == coralAvg) s.steps.push_back(collectives::scale(buf, n));
     }
     if (r < 2 * g.rem) {
-      if (nr >= 0) s.steps.push_back(collectives::send(r - 1, buf, n));
-      else s.steps.push_back(collectives::recv(r + 1, buf, n));
+      if (nr >= 0)
+        s.steps.push_back(collectives::send(r - 1, buf, n));
+      else
+        s.steps.push_back(collectives::recv(r + 1, buf, n));
     }
   }
   return s;

@@ -16,7 +16,7 @@ Schedule allreduce_rhd(const CollArgs& a) {
   patterns::FoldedGroup g(a.nranks);
   const int nr = g.new_rank(r);
   const bool folded = r < 2 * g.rem;
-  if (folded && nr < 0) {  // hand the vector over, wait for the result
+  if (folded && nr < 0) {                                           // hand the vector over, wait for the result
     exchange(s, a, r + 1, send, a.count, false, {}, {}, 0, false);  // in place, recv overwrites it
     exchange(s, a, r + 1, {}, 0, false, {}, recv, a.count, false);
     return s;

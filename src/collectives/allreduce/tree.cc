@@ -54,7 +54,8 @@ Schedule allreduce_tree(const CollArgs& a) {
     return s;
   }
   const size_t first = a.count / 2;
-  const Half h[2] = {{patterns::dbtree_node(r, p, 0), 0, first}, {patterns::dbtree_node(r, p, 1), first, a.count - first}};
+  const Half h[2] = {{patterns::dbtree_node(r, p, 0), 0, first},
+                     {patterns::dbtree_node(r, p, 1), first, a.count - first}};
   const bool avg = a.op == coralAvg;
   const size_t chunks = (h[1].n + a.chunk - 1) / a.chunk;
   // One lag for all ranks: two ranks that are parent and child in one tree and child and parent

@@ -12,9 +12,12 @@ Schedule broadcast_chain(const CollArgs& a) {
   if (p == 1) return s;
   for (size_t lo = 0; lo < a.count; lo += a.chunk) {
     const size_t n = std::min(a.chunk, a.count - lo);
-    if (pos == 0) s.steps.push_back(collectives::send(next, {Buf::Send, lo}, n, true));
-    else if (pos < p - 1) s.steps.push_back(collectives::recv_copy_send(prev, next, {Buf::Recv, lo}, n));
-    else s.steps.push_back(collectives::recv(prev, {Buf::Recv, lo}, n));
+    if (pos == 0)
+      s.steps.push_back(collectives::send(next, {Buf::Send, lo}, n, true));
+    else if (pos < p - 1)
+      s.steps.push_back(collectives::recv_copy_send(prev, next, {Buf::Recv, lo}, n));
+    else
+      s.steps.push_back(collectives::recv(prev, {Buf::Recv, lo}, n));
   }
   return s;
 }

@@ -9,8 +9,10 @@ Schedule sendrecv_p2p(const CollArgs& a) {
   size_t lo = 0;
   do {
     const size_t n = std::min(a.chunk, a.count - lo);
-    if (send) s.steps.push_back(collectives::send(a.root, {Buf::Send, lo}, n, true));
-    else s.steps.push_back(collectives::recv(a.root, {Buf::Recv, lo}, n));
+    if (send)
+      s.steps.push_back(collectives::send(a.root, {Buf::Send, lo}, n, true));
+    else
+      s.steps.push_back(collectives::recv(a.root, {Buf::Recv, lo}, n));
     lo += n;
   } while (lo < a.count);
   return s;

@@ -41,7 +41,7 @@ inline TreeNode inorder_node(int r, int p) {
 // Rank r's node in tree t (0 or 1) of the double binary tree over p ranks.
 inline TreeNode dbtree_node(int r, int p, int t) {
   if (t == 0) return inorder_node(r, p);
-  auto to = [&](int q) { return p % 2 == 0 ? p - 1 - q : (q + 1) % p; };    // tree-0 id -> rank
+  auto to = [&](int q) { return p % 2 == 0 ? p - 1 - q : (q + 1) % p; };        // tree-0 id -> rank
   auto from = [&](int q) { return p % 2 == 0 ? p - 1 - q : (q + p - 1) % p; };  // rank -> tree-0 id
   TreeNode base = inorder_node(from(r), p), n;
   n.parent = base.parent < 0 ? -1 : to(base.parent);

@@ -74,9 +74,12 @@ void ring_allgather(Schedule& s, const CollArgs& a, const Blocks& blocks) {
       size_t n = piece(blocks, blk, k, a.chunk);
       if (n == 0) continue;
       Ref ref{Buf::Recv, blocks.off[blk] + lo};
-      if (st == 0) s.steps.push_back(collectives::send(next, ref, n, true));
-      else if (st < p - 1) s.steps.push_back(collectives::recv_copy_send(prev, next, ref, n));
-      else s.steps.push_back(collectives::recv(prev, ref, n));
+      if (st == 0)
+        s.steps.push_back(collectives::send(next, ref, n, true));
+      else if (st < p - 1)
+        s.steps.push_back(collectives::recv_copy_send(prev, next, ref, n));
+      else
+        s.steps.push_back(collectives::recv(prev, ref, n));
     }
   }
 }

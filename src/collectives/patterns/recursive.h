@@ -16,17 +16,17 @@ Span blocks_span(const Blocks& b, int lo, int hi);
 // One pairwise exchange, chunk by chunk, send and receive interleaved so that two partners
 // never have more than one unread message each. Receives reduce into dst (reduce: src (op) in)
 // or copy there.
-void exchange(Schedule& s, const CollArgs& a, int peer, Ref send, size_t nsend, bool stable, Ref recv_src,
-              Ref dst, size_t nrecv, bool reduce);
+void exchange(Schedule& s, const CollArgs& a, int peer, Ref send, size_t nsend, bool stable, Ref recv_src, Ref dst,
+              size_t nrecv, bool reduce);
 
 // Recursive halving reduce-scatter: `in` holds the vector (in gb's layout) and stays unwritten;
 // partial sums go to `work` (same layout, may be `in`). Member nr ends with group block nr
 // complete in work.
-void halving_reduce_scatter(Schedule& s, const CollArgs& a, const patterns::FoldedGroup& g, int nr,
-                            const Blocks& gb, Ref in, Ref work);
+void halving_reduce_scatter(Schedule& s, const CollArgs& a, const patterns::FoldedGroup& g, int nr, const Blocks& gb,
+                            Ref in, Ref work);
 // Recursive doubling all-gather in place in buf: member nr starts with group block nr.
-void doubling_allgather(Schedule& s, const CollArgs& a, const patterns::FoldedGroup& g, int nr,
-                        const Blocks& gb, Ref buf);
+void doubling_allgather(Schedule& s, const CollArgs& a, const patterns::FoldedGroup& g, int nr, const Blocks& gb,
+                        Ref buf);
 // Group blocks of a FoldedGroup over per-rank blocks: member nr owns the blocks of the real
 // ranks it stands for (2nr and 2nr+1 for folded pairs), which are adjacent.
 Blocks group_blocks(const patterns::FoldedGroup& g, const Blocks& per_rank);

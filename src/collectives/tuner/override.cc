@@ -16,7 +16,6 @@ namespace {
   fail(coralInvalidArgument, fmt::format("CORAL_ALGO '{}': {}", text, what));
 }
 
-
 size_t parse_size(const std::string& text, const std::string& s) {
   try {
     return config::parse_bytes(s);

@@ -13,20 +13,20 @@
 namespace coral::collectives {
 
 struct TuneParams {
-  Algo forced = Algo::Auto;  // CORAL_ALGO as one name
+  Algo forced = Algo::Auto;     // CORAL_ALGO as one name
   std::vector<SizeRule> rules;  // CORAL_ALGO as size ranges (they win over `forced`)
-  size_t small_bytes = 4096;  // CORAL_SMALL_BYTES: latency path up to here
-  size_t mid_bytes = 1 << 20;  // log-latency algorithms (rhd, trees) up to here
-  int oneshot_max_ranks = 8;   // one-shot's P-1 messages per rank only pay off for few ranks
+  size_t small_bytes = 4096;    // CORAL_SMALL_BYTES: latency path up to here
+  size_t mid_bytes = 1 << 20;   // log-latency algorithms (rhd, trees) up to here
+  int oneshot_max_ranks = 8;    // one-shot's P-1 messages per rank only pay off for few ranks
   // On one host, one-shot also beats two-shot past small_bytes while the vector it posts to its
   // P-1 peers, S(P-1) bytes read in all, stays under this.
   size_t oneshot_read_bytes = 64 << 10;
-  bool single_host = false;    // every rank shares memory with every other
-  int hosts = 1;               // distinct hosts among the ranks
+  bool single_host = false;  // every rank shares memory with every other
+  int hosts = 1;             // distinct hosts among the ranks
   // Link classes for the cost model across hosts: defaults for a host's shared memory and a
   // 100 Gb/s-class network (alpha seconds, beta seconds per byte).
   LinkModel intra{1e-6, 1 / 20e9}, inter{5e-6, 1 / 12.5e9};
-  int nic_share = 1;  // ranks of a host behind one NIC (see ClusterModel)
+  int nic_share = 1;    // ranks of a host behind one NIC (see ClusterModel)
   bool trials = false;  // CORAL_TUNE_TRIALS: time the close rivals on first calls (trials.h)
 };
 

@@ -59,12 +59,12 @@ TrialShape trial_shape(size_t bytes) {
 
 int trial_bucket(size_t bytes) { return static_cast<int>(std::bit_width(bytes)); }
 
-std::pair<int, int> trial_key(const CollArgs& a) {
-  return {static_cast<int>(a.coll), trial_bucket(message_bytes(a))};
-}
+std::pair<int, int> trial_key(const CollArgs& a) { return {static_cast<int>(a.coll), trial_bucket(message_bytes(a))}; }
 
 Trial::Trial(std::vector<Algo> candidates, TrialShape shape)
-    : cand_(std::move(candidates)), shape_(shape), times_(cand_.size() * static_cast<size_t>(std::max(0, shape.passes))) {
+    : cand_(std::move(candidates)),
+      shape_(shape),
+      times_(cand_.size() * static_cast<size_t>(std::max(0, shape.passes))) {
   if (cand_.empty() || shape_.warmup < 0 || shape_.rounds < 1 || shape_.passes < 1)
     throw Error(coralInternalError, "a trial needs candidates, rounds and passes");
 }

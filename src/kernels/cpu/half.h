@@ -35,7 +35,7 @@ inline uint16_t float_to_half(float f) {
   if (u >= (143u << 23)) {  // >= 2^16: overflow to inf; NaN keeps its top payload bits, quieted
     out = u > 0x7f800000u ? (0x7e00u | ((u >> 13) & 0x3ffu)) : 0x7c00u;
   } else if (u < (113u << 23)) {  // result subnormal or zero: let an FP add do the rounding
-    const float magic = 0.5f;  // its ulp is 2^-24, the half subnormal step
+    const float magic = 0.5f;     // its ulp is 2^-24, the half subnormal step
     out = float_to_bits(bits_to_float(u) + magic) - float_to_bits(magic);
   } else {
     uint32_t odd = (u >> 13) & 1u;

@@ -27,9 +27,7 @@ template <class T>
 struct Arith {
   using U = std::make_unsigned_t<T>;
   static T sum(T a, T b) { return static_cast<T>(static_cast<U>(a) + static_cast<U>(b)); }
-  static T prod(T a, T b) {
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-  }
+  static T prod(T a, T b) { return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b))); }
 };
 template <>
 struct Arith<float> {
@@ -44,19 +42,27 @@ struct Arith<double> {
 
 struct OpSum {
   template <class T>
-  static T apply(T a, T b) { return Arith<T>::sum(a, b); }
+  static T apply(T a, T b) {
+    return Arith<T>::sum(a, b);
+  }
 };
 struct OpProd {
   template <class T>
-  static T apply(T a, T b) { return Arith<T>::prod(a, b); }
+  static T apply(T a, T b) {
+    return Arith<T>::prod(a, b);
+  }
 };
 struct OpMax {
   template <class T>
-  static T apply(T a, T b) { return a > b ? a : b; }
+  static T apply(T a, T b) {
+    return a > b ? a : b;
+  }
 };
 struct OpMin {
   template <class T>
-  static T apply(T a, T b) { return a < b ? a : b; }
+  static T apply(T a, T b) {
+    return a < b ? a : b;
+  }
 };
 
 // Users pass buffers at any byte address: element i is read and written with memcpy, which is
@@ -102,10 +108,14 @@ template <class Op>
     __m256 fx = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 2 * i)));
     __m256 fy = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + 2 * i)));
     __m256 r;
-    if constexpr (std::is_same_v<Op, OpSum>) r = _mm256_add_ps(fx, fy);
-    else if constexpr (std::is_same_v<Op, OpProd>) r = _mm256_mul_ps(fx, fy);
-    else if constexpr (std::is_same_v<Op, OpMax>) r = _mm256_max_ps(fx, fy);  // fx > fy ? fx : fy
-    else r = _mm256_min_ps(fx, fy);
+    if constexpr (std::is_same_v<Op, OpSum>)
+      r = _mm256_add_ps(fx, fy);
+    else if constexpr (std::is_same_v<Op, OpProd>)
+      r = _mm256_mul_ps(fx, fy);
+    else if constexpr (std::is_same_v<Op, OpMax>)
+      r = _mm256_max_ps(fx, fy);  // fx > fy ? fx : fy
+    else
+      r = _mm256_min_ps(fx, fy);
     // min/max_ps return the second operand on ties/NaN; the scalar form matches that order.
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * i),
                      _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
@@ -188,7 +198,7 @@ inline Table make_table() {
   fill_native<double>(t, coralFloat64);
   fill_ops<2, reduce_f16<OpSum>, reduce_f16<OpProd>, reduce_f16<OpMax>, reduce_f16<OpMin>>(t, coralFloat16, scale_f16);
   fill_ops<2, reduce_bf16<OpSum>, reduce_bf16<OpProd>, reduce_bf16<OpMax>, reduce_bf16<OpMin>>(t, coralBfloat16,
-                                                                                            scale_bf16);
+                                                                                               scale_bf16);
   return t;
 }
 

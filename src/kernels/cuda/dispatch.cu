@@ -34,12 +34,14 @@ __global__ void __launch_bounds__(kThreads) scale_kernel(T* dst, const T* src, s
 template <class T>
 int launch_scale(void* dst, const void* src, size_t n, int divisor, cudaStream_t s) {
   if (n == 0) return 0;
-  const bool aligned = reinterpret_cast<uintptr_t>(dst) % alignof(T) == 0 &&
-                       reinterpret_cast<uintptr_t>(src) % alignof(T) == 0;
+  const bool aligned =
+      reinterpret_cast<uintptr_t>(dst) % alignof(T) == 0 && reinterpret_cast<uintptr_t>(src) % alignof(T) == 0;
   auto* d = static_cast<T*>(dst);
   auto* x = static_cast<const T*>(src);
-  if (aligned) scale_kernel<T, true><<<grid_for(n), kThreads, 0, s>>>(d, x, n, divisor);
-  else scale_kernel<T, false><<<grid_for(n), kThreads, 0, s>>>(d, x, n, divisor);
+  if (aligned)
+    scale_kernel<T, true><<<grid_for(n), kThreads, 0, s>>>(d, x, n, divisor);
+  else
+    scale_kernel<T, false><<<grid_for(n), kThreads, 0, s>>>(d, x, n, divisor);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -68,32 +70,49 @@ int wait_geq(const volatile uint64_t* flag, uint64_t value, void* stream) {
 }
 
 int reduce(coralDataType_t t, coralRedOp_t op, const ReduceArgs& a, void* stream) {
-  if (a.nsrc < 1 || a.nsrc > kMaxSrcs || a.ndst < 1 || a.ndst > kMaxDsts) return static_cast<int>(cudaErrorInvalidValue);
+  if (a.nsrc < 1 || a.nsrc > kMaxSrcs || a.ndst < 1 || a.ndst > kMaxDsts)
+    return static_cast<int>(cudaErrorInvalidValue);
   auto s = static_cast<cudaStream_t>(stream);
   switch (op) {
     case coralSum:
-    case coralAvg: return detail::launch_sum(t, a, s);
-    case coralProd: return detail::launch_prod(t, a, s);
-    case coralMax: return detail::launch_max(t, a, s);
-    case coralMin: return detail::launch_min(t, a, s);
-    default: return static_cast<int>(cudaErrorInvalidValue);
+    case coralAvg:
+      return detail::launch_sum(t, a, s);
+    case coralProd:
+      return detail::launch_prod(t, a, s);
+    case coralMax:
+      return detail::launch_max(t, a, s);
+    case coralMin:
+      return detail::launch_min(t, a, s);
+    default:
+      return static_cast<int>(cudaErrorInvalidValue);
   }
 }
 
 int scale(coralDataType_t t, void* dst, const void* src, size_t n, int divisor, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   switch (t) {
-    case coralInt8: return detail::launch_scale<int8_t>(dst, src, n, divisor, s);
-    case coralUint8: return detail::launch_scale<uint8_t>(dst, src, n, divisor, s);
-    case coralInt32: return detail::launch_scale<int32_t>(dst, src, n, divisor, s);
-    case coralUint32: return detail::launch_scale<uint32_t>(dst, src, n, divisor, s);
-    case coralInt64: return detail::launch_scale<int64_t>(dst, src, n, divisor, s);
-    case coralUint64: return detail::launch_scale<uint64_t>(dst, src, n, divisor, s);
-    case coralFloat16: return detail::launch_scale<__half>(dst, src, n, divisor, s);
-    case coralFloat32: return detail::launch_scale<float>(dst, src, n, divisor, s);
-    case coralFloat64: return detail::launch_scale<double>(dst, src, n, divisor, s);
-    case coralBfloat16: return detail::launch_scale<__nv_bfloat16>(dst, src, n, divisor, s);
-    default: return static_cast<int>(cudaErrorInvalidValue);
+    case coralInt8:
+      return detail::launch_scale<int8_t>(dst, src, n, divisor, s);
+    case coralUint8:
+      return detail::launch_scale<uint8_t>(dst, src, n, divisor, s);
+    case coralInt32:
+      return detail::launch_scale<int32_t>(dst, src, n, divisor, s);
+    case coralUint32:
+      return detail::launch_scale<uint32_t>(dst, src, n, divisor, s);
+    case coralInt64:
+      return detail::launch_scale<int64_t>(dst, src, n, divisor, s);
+    case coralUint64:
+      return detail::launch_scale<uint64_t>(dst, src, n, divisor, s);
+    case coralFloat16:
+      return detail::launch_scale<__half>(dst, src, n, divisor, s);
+    case coralFloat32:
+      return detail::launch_scale<float>(dst, src, n, divisor, s);
+    case coralFloat64:
+      return detail::launch_scale<double>(dst, src, n, divisor, s);
+    case coralBfloat16:
+      return detail::launch_scale<__nv_bfloat16>(dst, src, n, divisor, s);
+    default:
+      return static_cast<int>(cudaErrorInvalidValue);
   }
 }
 

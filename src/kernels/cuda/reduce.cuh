@@ -60,11 +60,15 @@ struct Prod {
 };
 struct Max {
   template <class A>
-  __device__ static A apply(A a, A b) { return a > b ? a : b; }
+  __device__ static A apply(A a, A b) {
+    return a > b ? a : b;
+  }
 };
 struct Min {
   template <class A>
-  __device__ static A apply(A a, A b) { return a < b ? a : b; }
+  __device__ static A apply(A a, A b) {
+    return a < b ? a : b;
+  }
 };
 
 // Element access: direct when every pointer is element-aligned, else through bytes.
@@ -89,9 +93,9 @@ __device__ inline void st(void* base, size_t i, T v) {
     // (CUDA 13.0, sm_90) compiled a byte store of a fresh fp16 conversion as a conversion to an
     // 8-bit integer (the low byte came out as the value's integer part). Only pointers that are
     // not element-aligned get here.
-    using U = std::conditional_t<sizeof(T) == 1, uint8_t,
-                                 std::conditional_t<sizeof(T) == 2, uint16_t,
-                                                    std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+    using U = std::conditional_t<
+        sizeof(T) == 1, uint8_t,
+        std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
     U bits;
     memcpy(&bits, &v, sizeof(T));
     for (unsigned k = 0; k < sizeof(T); ++k) {
@@ -194,8 +198,10 @@ int launch(const ReduceArgs& r, cudaStream_t stream) {
   k.n = r.n;
   const size_t work = p.body / (16 / sizeof(T)) / kUnroll + p.head + p.tail;
   const int grid = grid_for(work);
-  if (aligned) reduce_kernel<T, Op, true><<<grid, kThreads, 0, stream>>>(k);
-  else reduce_kernel<T, Op, false><<<grid, kThreads, 0, stream>>>(k);
+  if (aligned)
+    reduce_kernel<T, Op, true><<<grid, kThreads, 0, stream>>>(k);
+  else
+    reduce_kernel<T, Op, false><<<grid, kThreads, 0, stream>>>(k);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -203,17 +209,28 @@ int launch(const ReduceArgs& r, cudaStream_t stream) {
 template <class Op>
 int launch_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
   switch (t) {
-    case coralInt8: return launch<int8_t, Op>(r, s);
-    case coralUint8: return launch<uint8_t, Op>(r, s);
-    case coralInt32: return launch<int32_t, Op>(r, s);
-    case coralUint32: return launch<uint32_t, Op>(r, s);
-    case coralInt64: return launch<int64_t, Op>(r, s);
-    case coralUint64: return launch<uint64_t, Op>(r, s);
-    case coralFloat16: return launch<__half, Op>(r, s);
-    case coralFloat32: return launch<float, Op>(r, s);
-    case coralFloat64: return launch<double, Op>(r, s);
-    case coralBfloat16: return launch<__nv_bfloat16, Op>(r, s);
-    default: return static_cast<int>(cudaErrorInvalidValue);
+    case coralInt8:
+      return launch<int8_t, Op>(r, s);
+    case coralUint8:
+      return launch<uint8_t, Op>(r, s);
+    case coralInt32:
+      return launch<int32_t, Op>(r, s);
+    case coralUint32:
+      return launch<uint32_t, Op>(r, s);
+    case coralInt64:
+      return launch<int64_t, Op>(r, s);
+    case coralUint64:
+      return launch<uint64_t, Op>(r, s);
+    case coralFloat16:
+      return launch<__half, Op>(r, s);
+    case coralFloat32:
+      return launch<float, Op>(r, s);
+    case coralFloat64:
+      return launch<double, Op>(r, s);
+    case coralBfloat16:
+      return launch<__nv_bfloat16, Op>(r, s);
+    default:
+      return static_cast<int>(cudaErrorInvalidValue);
   }
 }
 

@@ -18,7 +18,8 @@ std::string encode(const SlotsRecord& r) {
 }
 
 SlotsRecord decode(const std::string& s, int peer) {
-  const bootstrap::Record rec = bootstrap::Record::decode(bootstrap::Bytes(s.begin(), s.end()), "cuda_ipc record", peer);
+  const bootstrap::Record rec =
+      bootstrap::Record::decode(bootstrap::Bytes(s.begin(), s.end()), "cuda_ipc record", peer);
   SlotsRecord r;
   r.pid = static_cast<int>(rec.number("pid", 1, INT32_MAX));
   r.device = static_cast<int>(rec.number("device", 0, 1 << 16));
@@ -48,13 +49,15 @@ void DeviceSlots::attach(int peer, int, const std::string& blob) {
   SlotsRecord r = decode(blob, peer);
   if (r.ring_bytes != ring_bytes_)
     fail(coralInvalidUsage, fmt::format("rank {} uses cuda_ipc rings of {} bytes but this rank {}: set "
-                                        "CORAL_CUDA_IPC_* alike everywhere", peer, r.ring_bytes, ring_bytes_));
+                                        "CORAL_CUDA_IPC_* alike everywhere",
+                                        peer, r.ring_bytes, ring_bytes_));
   if (r.pid == getpid()) {
     peers_[peer] = reinterpret_cast<std::byte*>(r.addr);
     return;
   }
   gpu::IpcHandle h;
-  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<unsigned char>(std::stoi(r.handle_hex.substr(2 * i, 2), nullptr, 16));
+  for (size_t i = 0; i < h.size(); ++i)
+    h[i] = static_cast<unsigned char>(std::stoi(r.handle_hex.substr(2 * i, 2), nullptr, 16));
   auto* p = static_cast<std::byte*>(gpu::ipc_open(h));
   peers_[peer] = opened_[peer] = p;
 }

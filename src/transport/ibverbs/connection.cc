@@ -27,8 +27,13 @@ uint64_t wr_id(Wr kind, int peer, uint64_t n) {
 }  // namespace
 
 IbvLink::IbvLink(IbvDomain* dom, int me, int peer, uint32_t slot_bytes, uint32_t nslots, size_t direct_min)
-    : dom_(dom), me_(me), peer_(peer), slot_bytes_(slot_bytes), nslots_(nslots),
-      stride_(sizeof(MsgHeader) + slot_bytes), direct_min_(direct_min) {}
+    : dom_(dom),
+      me_(me),
+      peer_(peer),
+      slot_bytes_(slot_bytes),
+      nslots_(nslots),
+      stride_(sizeof(MsgHeader) + slot_bytes),
+      direct_min_(direct_min) {}
 
 IbvLink::~IbvLink() {
   if (qp_) ibv_destroy_qp(qp_);
@@ -78,8 +83,8 @@ QpInfo IbvLink::local_info(ibv_pd* pd, ibv_cq* scq, ibv_cq* rcq, const QpConfig&
 void IbvLink::connect(const QpConfig& cfg, const QpInfo& peer) {
   if (peer.nslots != nslots_ || peer.slot_bytes != slot_bytes_)
     fail(coralInvalidUsage, fmt::format("ibverbs: rank {} uses {} slots of {} bytes, rank {} {} of {}: set "
-                                        "CORAL_IB_NSLOTS and CORAL_IB_SLOT_BYTES alike", peer_, peer.nslots,
-                                        peer.slot_bytes, me_, nslots_, slot_bytes_));
+                                        "CORAL_IB_NSLOTS and CORAL_IB_SLOT_BYTES alike",
+                                        peer_, peer.nslots, peer.slot_bytes, me_, nslots_, slot_bytes_));
   remote_ = peer;
   for (QpState to : {QpState::Rtr, QpState::Rts}) {
     Step s = machine_.step(to, cfg, mine_, remote_);
@@ -94,7 +99,8 @@ void IbvLink::post_recv() {
   ibv_recv_wr* bad = nullptr;
   wr.wr_id = static_cast<uint64_t>(peer_);
   wr.num_sge = 0;  // writes with immediate consume a receive but carry no receive payload
-  if (int e = ibv_post_recv(qp_, &wr, &bad)) lose(fmt::format("posting a receive for rank {}: {}", peer_, std::strerror(e)));
+  if (int e = ibv_post_recv(qp_, &wr, &bad))
+    lose(fmt::format("posting a receive for rank {}: {}", peer_, std::strerror(e)));
 }
 
 void IbvLink::post_write(Wr kind, const void* local, uint32_t lkey, size_t len, uint64_t raddr, uint32_t rkey,
@@ -110,7 +116,8 @@ void IbvLink::post_write(Wr kind, const void* local, uint32_t lkey, size_t len, 
   wr.imm_data = htonl(imm);
   wr.wr.rdma.remote_addr = raddr;
   wr.wr.rdma.rkey = rkey;
-  if (int e = ibv_post_send(qp_, &wr, &bad)) lose(fmt::format("posting a write to rank {}: {}", peer_, std::strerror(e)));
+  if (int e = ibv_post_send(qp_, &wr, &bad))
+    lose(fmt::format("posting a write to rank {}: {}", peer_, std::strerror(e)));
 }
 
 std::byte* IbvLink::send_acquire(size_t bytes, WaitMonitor& mon) {
@@ -167,7 +174,8 @@ Message IbvLink::recv_peek(WaitMonitor& mon, bool) {
   MsgHeader h;
   std::memcpy(&h, slot, sizeof h);
   if (h.bytes > slot_bytes_)
-    fail(coralRemoteError, fmt::format("ibverbs: rank {} wrote a {}-byte message into a {}-byte slot", peer_, h.bytes, slot_bytes_));
+    fail(coralRemoteError,
+         fmt::format("ibverbs: rank {} wrote a {}-byte message into a {}-byte slot", peer_, h.bytes, slot_bytes_));
   return Message{slot + sizeof h, h.bytes, h.tag};
 }
 
@@ -210,9 +218,14 @@ void IbvLink::on_send(const ibv_wc& wc) {
     return;
   }
   switch (static_cast<Wr>(wc.wr_id >> 56)) {
-    case Wr::Data: ++sends_done_; break;
-    case Wr::Direct: ++direct_done_; break;
-    default: break;
+    case Wr::Data:
+      ++sends_done_;
+      break;
+    case Wr::Direct:
+      ++direct_done_;
+      break;
+    default:
+      break;
   }
 }
 

@@ -8,8 +8,8 @@
 #include <infiniband/verbs.h>
 
 #include <memory>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "transport/ibverbs/memory.h"
 #include "transport/ibverbs/qp.h"
@@ -67,8 +67,8 @@ class IbvLink : public Link {
   QpInfo local_info(ibv_pd* pd, ibv_cq* scq, ibv_cq* rcq, const QpConfig& cfg, uint8_t mtu, uint16_t lid,
                     const ibv_gid& gid, uint64_t ctrl_addr, uint32_t ctrl_rkey);
   void connect(const QpConfig& cfg, const QpInfo& peer);
-  void post_write(Wr kind, const void* local, uint32_t lkey, size_t len, uint64_t raddr, uint32_t rkey,
-                  bool with_imm, uint32_t imm);
+  void post_write(Wr kind, const void* local, uint32_t lkey, size_t len, uint64_t raddr, uint32_t rkey, bool with_imm,
+                  uint32_t imm);
 
   // From the domain's completion polling.
   void on_recv(const ibv_wc& wc);
@@ -94,7 +94,7 @@ class IbvLink : public Link {
   QpMachine machine_;
   QpInfo mine_, remote_;
   Region in_, out_, credit_in_, credit_out_;
-  uint64_t out_seq_ = 0, sends_done_ = 0;    // data writes posted / completed
+  uint64_t out_seq_ = 0, sends_done_ = 0;  // data writes posted / completed
   uint64_t direct_posted_ = 0, direct_done_ = 0;
   uint64_t in_seq_ = 0, arrived_ = 0, reported_ = 0;
   std::string failed_;

@@ -10,8 +10,8 @@
 #include <mutex>
 
 #include "base/wait.h"
-#include "transport/net_wait.h"
 #include "transport/ibverbs/connection.h"
+#include "transport/net_wait.h"
 
 namespace coral::transport::ibverbs {
 
@@ -47,7 +47,8 @@ class IbvDomain : public Domain {
   // Completion queues are polled without events: the sleep is a yield.
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
-    network_wait(mon, peer, this, mu_, [&] { progress(); }, [] { sched_yield(); }, ready);
+    network_wait(
+        mon, peer, this, mu_, [&] { progress(); }, [] { sched_yield(); }, ready);
   }
 
  private:

@@ -10,21 +10,28 @@ namespace coral::transport::ibverbs {
 
 const char* state_name(QpState s) {
   switch (s) {
-    case QpState::Reset: return "RESET";
-    case QpState::Init: return "INIT";
-    case QpState::Rtr: return "RTR";
-    case QpState::Rts: return "RTS";
-    case QpState::Error: return "ERROR";
+    case QpState::Reset:
+      return "RESET";
+    case QpState::Init:
+      return "INIT";
+    case QpState::Rtr:
+      return "RTR";
+    case QpState::Rts:
+      return "RTS";
+    case QpState::Error:
+      return "ERROR";
   }
   return "?";
 }
 
 Step QpMachine::step(QpState to, const QpConfig& cfg, const QpInfo& mine, const QpInfo& peer) const {
   const bool legal = to == QpState::Error || (state_ == QpState::Reset && to == QpState::Init) ||
-                     (state_ == QpState::Init && to == QpState::Rtr) || (state_ == QpState::Rtr && to == QpState::Rts) ||
+                     (state_ == QpState::Init && to == QpState::Rtr) ||
+                     (state_ == QpState::Rtr && to == QpState::Rts) ||
                      (state_ == QpState::Error && to == QpState::Reset);
   if (!legal)
-    fail(coralInternalError, fmt::format("ibverbs: queue pair cannot go from {} to {}", state_name(state_), state_name(to)));
+    fail(coralInternalError,
+         fmt::format("ibverbs: queue pair cannot go from {} to {}", state_name(state_), state_name(to)));
   Step s;
   switch (to) {
     case QpState::Reset:
@@ -63,8 +70,8 @@ Step QpMachine::step(QpState to, const QpConfig& cfg, const QpInfo& mine, const 
       s.attr.retry_cnt = cfg.retry_cnt;
       s.attr.rnr_retry = cfg.rnr_retry;
       s.attr.max_rd_atomic = 1;
-      s.mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-               IBV_QP_MAX_QP_RD_ATOMIC;
+      s.mask =
+          IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
       break;
     case QpState::Error:
       s.attr.qp_state = IBV_QPS_ERR;

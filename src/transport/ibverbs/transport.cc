@@ -80,13 +80,15 @@ IbvDomain::IbvDomain(const ConnectArgs& a, ibv_device* dev)
   ibv_port_attr port{};
   if (int e = ibv_query_port(ctx_, cfg.port, &port)) fail_errno("ibverbs: ibv_query_port", e);
   if (port.state != IBV_PORT_ACTIVE)
-    fail(coralSystemError, fmt::format("ibverbs: port {} of {} is not active (CORAL_IB_PORT)", cfg.port, ibv_get_device_name(dev)));
+    fail(coralSystemError,
+         fmt::format("ibverbs: port {} of {} is not active (CORAL_IB_PORT)", cfg.port, ibv_get_device_name(dev)));
   ibv_gid gid{};
   cfg.use_gid = port.link_layer == IBV_LINK_LAYER_ETHERNET || port.lid == 0;
   if (cfg.use_gid && ibv_query_gid(ctx_, cfg.port, cfg.gid_index, &gid))
     fail(coralSystemError, "ibverbs: no GID at CORAL_IB_GID_INDEX");
   pd_ = ibv_alloc_pd(ctx_);
-  const int cqe = static_cast<int>(std::min<int64_t>(65536, (4 * nslots + 16) * std::max(1, static_cast<int>(a.targets.size()))));
+  const int cqe =
+      static_cast<int>(std::min<int64_t>(65536, (4 * nslots + 16) * std::max(1, static_cast<int>(a.targets.size()))));
   scq_ = ibv_create_cq(ctx_, cqe, nullptr, nullptr, 0);
   rcq_ = ibv_create_cq(ctx_, cqe, nullptr, nullptr, 0);
   if (!pd_ || !scq_ || !rcq_) fail_errno("ibverbs: protection domain or completion queues", errno);
@@ -108,7 +110,8 @@ IbvDomain::IbvDomain(const ConnectArgs& a, ibv_device* dev)
     links_.emplace(q, std::move(l));
   }
   for (auto& [q, l] : links_)
-    l->connect(cfg, decode(a.store->get(a.prefix + "/qp/" + std::to_string(q) + "/" + std::to_string(a.rank), timeout), q));
+    l->connect(cfg,
+               decode(a.store->get(a.prefix + "/qp/" + std::to_string(q) + "/" + std::to_string(a.rank), timeout), q));
   log::info(log::Net, "ibverbs: rank {} connected {} queue pair(s) on {} port {}", a.rank, links_.size(),
             ibv_get_device_name(dev), cfg.port);
 }
@@ -146,8 +149,10 @@ void IbvDomain::progress() {
       for (int i = 0; i < n; ++i) {
         auto it = by_qpn_.find(wc[i].qp_num);
         if (it == by_qpn_.end()) continue;
-        if (cq == rcq_) it->second->on_recv(wc[i]);
-        else it->second->on_send(wc[i]);
+        if (cq == rcq_)
+          it->second->on_recv(wc[i]);
+        else
+          it->second->on_send(wc[i]);
       }
   }
 }
@@ -155,14 +160,16 @@ void IbvDomain::progress() {
 std::string IbvDomain::peer_failure(int peer) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   const auto* bye = reinterpret_cast<const volatile uint64_t*>(ctrl_.mem.get() + sizeof(CtrlHead));
-  return lost_peers(peer, links_, [&] { progress(); }, [&](int q, const IbvLink&) { return bye[q] != 0; },
-                    [&](const IbvLink& l) { return l.failure() + (bye[peer] ? "; it had closed its communicator" : ""); });
+  return lost_peers(
+      peer, links_, [&] { progress(); }, [&](int q, const IbvLink&) { return bye[q] != 0; },
+      [&](const IbvLink& l) { return l.failure() + (bye[peer] ? "; it had closed its communicator" : ""); });
 }
 
 std::string IbvDomain::remote_abort() {
   const auto* head = reinterpret_cast<const volatile CtrlHead*>(ctrl_.mem.get());
   if (!head->abort_flag) return "";
-  return std::string(const_cast<const char*>(head->abort_text), strnlen(const_cast<const char*>(head->abort_text), sizeof head->abort_text));
+  return std::string(const_cast<const char*>(head->abort_text),
+                     strnlen(const_cast<const char*>(head->abort_text), sizeof head->abort_text));
 }
 
 void IbvDomain::abort(const std::string& why) {
@@ -174,8 +181,8 @@ void IbvDomain::abort(const std::string& why) {
   ibv_mr* mr = ibv_reg_mr(pd_, text.data(), text.size(), IBV_ACCESS_LOCAL_WRITE);
   for (auto& [q, l] : links_) {
     if (!l->failure().empty() || !mr) continue;
-    l->post_write(Wr::Control, text.data(), mr->lkey, text.size(), l->remote().ctrl_addr + offsetof(CtrlHead, abort_text),
-                  l->remote().ctrl_rkey, false, 0);
+    l->post_write(Wr::Control, text.data(), mr->lkey, text.size(),
+                  l->remote().ctrl_addr + offsetof(CtrlHead, abort_text), l->remote().ctrl_rkey, false, 0);
     l->post_write(Wr::Control, &one, 0, sizeof one, l->remote().ctrl_addr, l->remote().ctrl_rkey, false, 0);
   }
   auto until = Clock::now() + std::chrono::milliseconds(200);

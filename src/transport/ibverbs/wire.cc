@@ -13,7 +13,9 @@ std::vector<uint8_t> encode(const QpInfo& q) {
   bootstrap::Record r("ibverbs: queue pair record", -1);
   r.add("version", static_cast<int>(kQpInfoVersion));
   r.add("lid", static_cast<int>(q.lid)).add("gid", q.gid, sizeof q.gid).add("port", static_cast<int>(q.port));
-  r.add("mtu", static_cast<int>(q.mtu)).add("qpn", static_cast<uint64_t>(q.qpn)).add("psn", static_cast<uint64_t>(q.psn));
+  r.add("mtu", static_cast<int>(q.mtu))
+      .add("qpn", static_cast<uint64_t>(q.qpn))
+      .add("psn", static_cast<uint64_t>(q.psn));
   r.add("ring_addr", q.ring_addr).add("ring_rkey", static_cast<uint64_t>(q.ring_rkey));
   r.add("credit_addr", q.credit_addr).add("credit_rkey", static_cast<uint64_t>(q.credit_rkey));
   r.add("ctrl_addr", q.ctrl_addr).add("ctrl_rkey", static_cast<uint64_t>(q.ctrl_rkey));
@@ -42,7 +44,8 @@ QpInfo decode(const std::vector<uint8_t>& bytes, int from) {
   if (qpn == 0 || qpn > 0xffffff) r.bad(fmt::format("queue pair number {}", qpn));
   if (psn > 0xffffff) r.bad(fmt::format("PSN {} exceeds 24 bits", psn));
   if (nslots < 2 || nslots > 1024) r.bad(fmt::format("{} slots", nslots));
-  if (slot_bytes < 4096 || slot_bytes % 64 || slot_bytes > UINT32_MAX) r.bad(fmt::format("slots of {} bytes", slot_bytes));
+  if (slot_bytes < 4096 || slot_bytes % 64 || slot_bytes > UINT32_MAX)
+    r.bad(fmt::format("slots of {} bytes", slot_bytes));
   if (!q.ring_addr || !q.credit_addr || !q.ctrl_addr) r.bad("a null remote address");
   q.mtu = static_cast<uint8_t>(mtu);
   q.qpn = static_cast<uint32_t>(qpn);

@@ -28,7 +28,7 @@ namespace coral::transport::shm {
 namespace {
 // In SlotMeta::bytes: the payload is in the sender's memory (read with CMA).
 constexpr uint32_t kDirect = 0x80000000u;
-}
+}  // namespace
 
 ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
                  std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l,
@@ -90,7 +90,7 @@ void ShmLink::publish(uint32_t bytes_and_flags, uint64_t tag) {
   m.bytes = bytes_and_flags;
   m.tag = tag;
   ++out_head_;
-  m.seq.store(out_head_, std::memory_order_release);  // what the receiver polls
+  m.seq.store(out_head_, std::memory_order_release);       // what the receiver polls
   out_->head.store(out_head_, std::memory_order_release);  // what a sleeping receiver waits on
   bumped(out_->head, out_->recv_sleeping, head_stamp_);
 }
@@ -160,9 +160,8 @@ Message ShmLink::recv_peek(WaitMonitor& mon, bool want_local) {
   Message other{};
   unsigned polls = 0;
   auto post = [&](Message* o) { return post_waiting(o); };
-  await(mon, in_watch_, want, in_->head, in_->recv_sleeping, [&] {
-    return m.seq.load(std::memory_order_acquire) == want || stray(mon, polls, post, &other);
-  });
+  await(mon, in_watch_, want, in_->head, in_->recv_sleeping,
+        [&] { return m.seq.load(std::memory_order_acquire) == want || stray(mon, polls, post, &other); });
   if (m.seq.load(std::memory_order_acquire) != want) return other;  // the caller reports the mismatch
   const size_t bytes = m.bytes & ~kDirect;
   std::byte* slot = in_slots_ + static_cast<size_t>(i) * geo_.slot_bytes;
@@ -195,7 +194,8 @@ void ShmLink::recv_release() {
 
 Message ShmLink::post_message(uint32_t slot) const {
   const PostHeader& h = posts_.peer_area->ring[slot];
-  const std::byte* data = h.bytes <= kInlineBytes ? h.inline_data : posts_.peer_board + static_cast<size_t>(slot) * posts_.board_bytes;
+  const std::byte* data =
+      h.bytes <= kInlineBytes ? h.inline_data : posts_.peer_board + static_cast<size_t>(slot) * posts_.board_bytes;
   return Message{data, h.bytes, h.tag};
 }
 
@@ -213,9 +213,8 @@ Message ShmLink::wait_post(WaitMonitor& mon, uint32_t want) {
   unsigned polls = 0;
   Message other{};
   auto fifo = [&](Message* o) { return fifo_waiting(o); };
-  await(mon, post_watch_, want, h.seq, posts_.peer_area->sleeping, [&] {
-    return h.seq.load(std::memory_order_acquire) == want || stray(mon, polls, fifo, &other);
-  });
+  await(mon, post_watch_, want, h.seq, posts_.peer_area->sleeping,
+        [&] { return h.seq.load(std::memory_order_acquire) == want || stray(mon, polls, fifo, &other); });
   if (h.seq.load(std::memory_order_acquire) != want) return other;  // the caller reports the mismatch
   return post_message(post_slot(want));
 }

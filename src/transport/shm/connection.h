@@ -15,9 +15,9 @@ namespace coral::transport::shm {
 
 // What a link needs to read its peer's posts (all null: no posts on this domain).
 struct PostLinks {
-  ShmPosts* mine = nullptr;              // our poster, shared by the domain's links
-  PostArea* my_area = nullptr;           // where we acknowledge the peer's posts
-  PostArea* peer_area = nullptr;         // the peer's headers, as mapped here
+  ShmPosts* mine = nullptr;       // our poster, shared by the domain's links
+  PostArea* my_area = nullptr;    // where we acknowledge the peer's posts
+  PostArea* peer_area = nullptr;  // the peer's headers, as mapped here
   const std::byte* peer_board = nullptr;
   size_t board_bytes = 0;
 };
@@ -30,8 +30,8 @@ class ShmLink : public Link {
   // indices of this rank and the peer.
   // wakes: shared by the domain's links, which then defer their wake checks (null: check at once).
   ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
-          std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l,
-          uint32_t peer_l, PostLinks posts, Wakes* wakes);
+          std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l, uint32_t peer_l,
+          PostLinks posts, Wakes* wakes);
   size_t max_message() const override { return geo_.slot_bytes; }
   int max_in_flight() const override { return static_cast<int>(geo_.nslots); }
   std::byte* send_acquire(size_t bytes, WaitMonitor& mon) override;
@@ -90,12 +90,12 @@ class ShmLink : public Link {
   uint32_t posts_read_ = 0;  // of the peer's posts
   Wakes* wakes_;
   Wakes::Stamp head_stamp_ = 0, tail_stamp_ = 0;  // out_->head, in_->tail
-  uint32_t out_head_ = 0;       // only this side writes out_->head
-  uint32_t out_tail_seen_ = 0;  // last tail read: released() re-reads it only when it does not tell
-  uint32_t in_tail_ = 0;        // only this side writes in_->tail
-  WaitMonitor* mon_ = nullptr;  // of the receive in progress: consulted when a direct read fails
-  uint64_t read_from_ = 0;      // sender address of the by-reference message being received
-  std::vector<uint64_t> unflushed_;  // our by-reference sends the peer may still be reading
+  uint32_t out_head_ = 0;                         // only this side writes out_->head
+  uint32_t out_tail_seen_ = 0;                    // last tail read: released() re-reads it only when it does not tell
+  uint32_t in_tail_ = 0;                          // only this side writes in_->tail
+  WaitMonitor* mon_ = nullptr;                    // of the receive in progress: consulted when a direct read fails
+  uint64_t read_from_ = 0;                        // sender address of the by-reference message being received
+  std::vector<uint64_t> unflushed_;               // our by-reference sends the peer may still be reading
 };
 
 // Whether this process can read peer_pid's memory (probed once per peer at connect).

@@ -45,8 +45,9 @@ Segment Segment::open(const std::string& name, size_t bytes) {
   struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes) {
     close(fd);
-    fail(coralInvalidUsage, "shared segment " + name + " is smaller than expected: ranks disagree on "
-                            "CORAL_SHM_SLOT_BYTES/CORAL_SHM_NSLOTS");
+    fail(coralInvalidUsage, "shared segment " + name +
+                                " is smaller than expected: ranks disagree on "
+                                "CORAL_SHM_SLOT_BYTES/CORAL_SHM_NSLOTS");
   }
   Segment s;
   s.base_ = map_fd(fd, bytes, name);

@@ -67,7 +67,7 @@ struct Geometry {
   size_t slot_bytes;
   uint32_t nslots;
   int nlocal;
-  bool external = false;  // payload slots live outside the segment (device memory)
+  bool external = false;        // payload slots live outside the segment (device memory)
   size_t board_slot_bytes = 0;  // the poster's board buffers (kPostSlots of them; 0: no posts)
   size_t ctl_bytes() const { return 4096; }
   size_t fifo_header() const { return (sizeof(FifoCtl) + 4095) / 4096 * 4096; }

@@ -64,8 +64,7 @@ std::byte* ShmPosts::acquire(size_t bytes, WaitMonitor& mon) {
 
 uint32_t ShmPosts::readers(const int* peers, size_t npeers) {
   for (uint32_t i = 1; i < sets_.size(); ++i)
-    if (sets_[i].peers.size() == npeers && std::equal(sets_[i].peers.begin(), sets_[i].peers.end(), peers))
-      return i;
+    if (sets_[i].peers.size() == npeers && std::equal(sets_[i].peers.begin(), sets_[i].peers.end(), peers)) return i;
   Readers r{std::vector<int>(peers, peers + npeers), {}};
   for (int g : r.peers) {
     const int l = g >= 0 && static_cast<size_t>(g) < local_of_.size() ? local_of_[g] : -1;

@@ -28,7 +28,6 @@ class ShmPosts : public Poster {
   bool next_free();
 
  private:
-
   // A set of readers, by id (readers()); a header names the set its post went to. The sets
   // are the peer lists of the executor's plans, which a communicator's local peers fix: a
   // handful at most, kept.
@@ -48,8 +47,8 @@ class ShmPosts : public Poster {
   std::vector<int> local_of_;
   Wakes* wakes_;
   uint32_t posts_ = 0;
-  std::vector<Readers> sets_;     // sets_[0]: no readers (headers not yet used)
-  std::vector<uint32_t> set_of_;  // per header: the set its post went to
+  std::vector<Readers> sets_;         // sets_[0]: no readers (headers not yet used)
+  std::vector<uint32_t> set_of_;      // per header: the set its post went to
   std::vector<Wakes::Stamp> stamps_;  // per header: for wakes_
   static constexpr long kAckSliceNs = 1000 * 1000;
 };

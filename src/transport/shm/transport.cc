@@ -8,14 +8,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <map>
 
-#include "bootstrap/exchange.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/exchange.h"
 #include "transport/shm/connection.h"
 #include "transport/shm/transport.h"
 
@@ -36,8 +36,10 @@ class ShmDomain : public Domain {
   void abort(const std::string& why) override;
   void drain(WaitMonitor&) override { wakes_.flush(); }
   void give_way(int peer) override {
-    if (yielder_) yielder_->give_way(peer);
-    else sched_yield();
+    if (yielder_)
+      yielder_->give_way(peer);
+    else
+      sched_yield();
   }
   bool knows_cpus() const override { return yielder_ != nullptr; }
 
@@ -49,9 +51,9 @@ class ShmDomain : public Domain {
   std::map<int, std::unique_ptr<ShmLink>> links_;
   std::map<int, int> pidfds_;
   std::map<int, int> pids_;
-  std::unique_ptr<ShmPosts> posts_;  // host memory, and few enough local ranks
+  std::unique_ptr<ShmPosts> posts_;   // host memory, and few enough local ranks
   std::unique_ptr<Yielder> yielder_;  // host memory only: the host domain is the one consulted
-  Wakes wakes_;  // host memory only: device operations end without drain()
+  Wakes wakes_;                       // host memory only: device operations end without drain()
 };
 
 constexpr size_t kBoardSlotBytes = 64 * 1024;  // the largest post
@@ -96,8 +98,8 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
   mine.add("slot_bytes", static_cast<uint64_t>(slot)).add("nslots", nslots);
   mine.add("probe", static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&kProbe)));
   if (ext) mine.add("slots", ext->create(geo_.ring_bytes(), geo_.nlocal));
-  const auto records = exchange.swap("shm", mine, a.targets,
-                                     {{"slot_bytes", opts_.slot_bytes_knob}, {"nslots", opts_.nslots_knob}});
+  const auto records =
+      exchange.swap("shm", mine, a.targets, {{"slot_bytes", opts_.slot_bytes_knob}, {"nslots", opts_.nslots_knob}});
   // Which peers' memory this rank can read, as ",3,5," (published so senders know).
   std::string readable = ",";
   for (int q : a.targets) {
@@ -107,8 +109,8 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     auto probe = reinterpret_cast<const void*>(theirs.unsigned_number("probe"));
     if (can_read_process((*a.peers)[q].pid, probe, kProbe)) readable += std::to_string(q) + ",";
   }
-  const auto readers = exchange.swap("cma", bootstrap::Record("shared-memory readers", a.rank).add("readable", readable),
-                                     a.targets);
+  const auto readers =
+      exchange.swap("cma", bootstrap::Record("shared-memory readers", a.rank).add("readable", readable), a.targets);
   std::vector<int> local_of(a.peers->size(), -1);
   for (int r : local) local_of[r] = local_index(r);
   auto segment_of = [&](int l) -> const Segment& { return local[l] == a.rank ? mine_ : theirs_.at(local[l]); };
@@ -132,11 +134,10 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     const Segment& theirs_seg = theirs_.at(q);
     std::byte* out_slots = ext ? ext->theirs(q, me_l) : theirs_seg.slot(geo_, me_l, 0);
     std::byte* in_slots = ext ? ext->mine(q_l) : mine_.slot(geo_, q_l, 0);
-    links_.emplace(q, std::make_unique<ShmLink>(q, (*a.peers)[q].pid, geo_, theirs_seg.fifo(geo_, me_l), out_slots,
-                                                mine_.fifo(geo_, q_l), in_slots,
-                                                direct_min && q_reads_me ? direct_min : SIZE_MAX,
-                                                ext ? 0 : kInlineBytes, presence, me_l, q_l, post_links(q_l),
-                                                ext ? nullptr : &wakes_));
+    links_.emplace(q, std::make_unique<ShmLink>(
+                          q, (*a.peers)[q].pid, geo_, theirs_seg.fifo(geo_, me_l), out_slots, mine_.fifo(geo_, q_l),
+                          in_slots, direct_min && q_reads_me ? direct_min : SIZE_MAX, ext ? 0 : kInlineBytes, presence,
+                          me_l, q_l, post_links(q_l), ext ? nullptr : &wakes_));
     int pid = (*a.peers)[q].pid;
     pids_[q] = pid;
     if (pid != getpid()) {
@@ -154,8 +155,8 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
   a.store->set(a.prefix + "/shm_attached/" + std::to_string(a.rank), {});
   for (int q : a.targets) a.store->get(a.prefix + "/shm_attached/" + std::to_string(q), timeout);
   mine_.unlink();
-  log::info(log::Shm, "{}: {} local peers, {} slots of {} bytes{}", ext ? "cuda_ipc" : "shm", a.targets.size(),
-            nslots, slot, ext ? " in device memory" : "");
+  log::info(log::Shm, "{}: {} local peers, {} slots of {} bytes{}", ext ? "cuda_ipc" : "shm", a.targets.size(), nslots,
+            slot, ext ? " in device memory" : "");
 }
 
 ShmDomain::~ShmDomain() {
@@ -166,8 +167,7 @@ std::string ShmDomain::peer_failure(int peer) {
   auto it = pidfds_.find(peer);
   if (it == pidfds_.end()) return "";
   pollfd p{it->second, POLLIN, 0};
-  if (poll(&p, 1, 0) > 0)
-    return "rank " + std::to_string(peer) + " (pid " + std::to_string(pids_[peer]) + ") exited";
+  if (poll(&p, 1, 0) > 0) return "rank " + std::to_string(peer) + " (pid " + std::to_string(pids_[peer]) + ") exited";
   return "";
 }
 
@@ -189,9 +189,7 @@ void ShmDomain::abort(const std::string& why) {
 
 }  // namespace
 
-bool ShmTransport::can_connect(const PeerInfo& a, const PeerInfo& b) const {
-  return a.host_id == b.host_id;
-}
+bool ShmTransport::can_connect(const PeerInfo& a, const PeerInfo& b) const { return a.host_id == b.host_id; }
 
 std::unique_ptr<Domain> ShmTransport::connect(const ConnectArgs& args) { return connect_fifos(args, FifoOptions{}); }
 

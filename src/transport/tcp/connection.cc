@@ -20,8 +20,15 @@ constexpr int kMaxIov = 32;
 }  // namespace
 
 TcpLink::TcpLink(TcpDomain* dom, int peer, std::string where, const Geometry& g, const std::vector<int>& fds)
-    : dom_(dom), peer_(peer), where_(std::move(where)), geo_(g), out_ring_(g.slot_bytes, g.nslots),
-      parts_unwritten_(g.nslots, 0), credits_(g.nslots), in_ring_(g.slot_bytes, g.nslots), in_slots_(g.nslots) {
+    : dom_(dom),
+      peer_(peer),
+      where_(std::move(where)),
+      geo_(g),
+      out_ring_(g.slot_bytes, g.nslots),
+      parts_unwritten_(g.nslots, 0),
+      credits_(g.nslots),
+      in_ring_(g.slot_bytes, g.nslots),
+      in_slots_(g.nslots) {
   socks_.resize(fds.size());
   for (size_t i = 0; i < fds.size(); ++i) {
     socks_[i].fd = fds[i];
@@ -62,8 +69,16 @@ void TcpLink::send_commit(size_t bytes, uint64_t tag) {
   for (int i = 0; i < n; ++i) {
     Part p = part_of(bytes, n, i);
     OutFrame f;
-    f.hdr = Frame{kFrameMagic, static_cast<uint8_t>(Kind::Data), static_cast<uint8_t>(i), static_cast<uint16_t>(n),
-                  static_cast<uint32_t>(p.bytes), static_cast<uint32_t>(bytes), 0, 0, out_seq_, tag};
+    f.hdr = Frame{kFrameMagic,
+                  static_cast<uint8_t>(Kind::Data),
+                  static_cast<uint8_t>(i),
+                  static_cast<uint16_t>(n),
+                  static_cast<uint32_t>(p.bytes),
+                  static_cast<uint32_t>(bytes),
+                  0,
+                  0,
+                  out_seq_,
+                  tag};
     f.payload = base + p.off;
     queue(i, std::move(f));
   }
@@ -74,7 +89,7 @@ void TcpLink::send_commit(size_t bytes, uint64_t tag) {
 
 void TcpLink::queue(int sock, OutFrame f) {
   if (!failed_.empty()) return;  // nobody reads it any more; the wait reports the failure
-  if (sock == 0) {  // released slots ride along for free
+  if (sock == 0) {               // released slots ride along for free
     f.hdr.credits = unreported_;
     unreported_ = 0;
   }
@@ -226,7 +241,8 @@ bool TcpLink::read_socket(int index, IoLock* io) {
       // close. After a goodbye, stripes of the peer's last messages may still be queued on the
       // other sockets: the link ends with its last socket.
       s.open = false;
-      if (!bye_ && index == 0) lose(fmt::format("connection to rank {} ({}) closed", peer_, where_));
+      if (!bye_ && index == 0)
+        lose(fmt::format("connection to rank {} ({}) closed", peer_, where_));
       else if (bye_ && std::none_of(socks_.begin(), socks_.end(), [](const Sock& o) { return o.open; }))
         lose(fmt::format("rank {} ({}) closed its communicator", peer_, where_));
       return false;
@@ -272,7 +288,8 @@ void TcpLink::begin_frame(Sock& s) {
   const Frame& f = s.cur;
   std::string why = check_frame(f, s.index, geo_, in_seq_, credits_);
   if (why.empty() && static_cast<Kind>(f.kind) == Kind::Data) {
-    if (f.seq < s.next_seq || (s.index == 0 && f.seq != s.next_seq)) why = fmt::format("message {} out of order", f.seq);
+    if (f.seq < s.next_seq || (s.index == 0 && f.seq != s.next_seq))
+      why = fmt::format("message {} out of order", f.seq);
     InSlot& slot = in_slots_[f.seq % geo_.nslots];
     if (why.empty() && slot.nparts != 0 &&
         (slot.seq != f.seq || slot.total != f.total || slot.tag != f.tag || slot.nparts != f.nparts))

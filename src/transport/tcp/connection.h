@@ -40,10 +40,10 @@ struct Sock {
   Frame cur{};
   std::byte* dest = nullptr;
   size_t left = 0;
-  uint64_t next_seq = 0;  // no Data frame on this socket may have a lower seq
-  uint32_t predict = 0;   // payload bytes of the last frame: the next read asks for one such frame
-  bool got_data = false;  // a Data frame ended during this read_socket call
-  bool out_armed = false; // helper-thread mode: EPOLLOUT is on in the owner's epoll set
+  uint64_t next_seq = 0;   // no Data frame on this socket may have a lower seq
+  uint32_t predict = 0;    // payload bytes of the last frame: the next read asks for one such frame
+  bool got_data = false;   // a Data frame ended during this read_socket call
+  bool out_armed = false;  // helper-thread mode: EPOLLOUT is on in the owner's epoll set
 };
 
 // Helper-thread mode: the domain lock, released around each system call so that threads that
@@ -106,9 +106,9 @@ class TcpLink : public Link {
   // Sending.
   SlotRing out_ring_;
   std::vector<uint16_t> parts_unwritten_;  // per send slot
-  uint64_t out_seq_ = 0;      // next message to commit
-  uint64_t written_seq_ = 0;  // messages below this are wholly in the kernel's hands
-  uint32_t credits_;          // free receive slots at the peer
+  uint64_t out_seq_ = 0;                   // next message to commit
+  uint64_t written_seq_ = 0;               // messages below this are wholly in the kernel's hands
+  uint32_t credits_;                       // free receive slots at the peer
   // Receiving.
   SlotRing in_ring_;
   std::vector<InSlot> in_slots_;

@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "bootstrap/exchange.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/socket.h"
+#include "bootstrap/exchange.h"
 #include "bootstrap/store.h"
 #include "transport/tcp/interface.h"
 
@@ -37,15 +37,16 @@ std::string ranks_list(const std::vector<int>& r) {
 // makes of it.
 
 Hello make_hello(const Geometry& g, int from, int to, int sock, const bootstrap::wire::Secret& theirs) {
-  Hello h{kHelloMagic, kVersion, static_cast<uint16_t>(sock), static_cast<uint16_t>(g.nsocks), 0, from, to,
-          g.slot_bytes, g.nslots, {}};
+  Hello h{
+      kHelloMagic, kVersion, static_cast<uint16_t>(sock), static_cast<uint16_t>(g.nsocks), 0, from, to, g.slot_bytes,
+      g.nslots,    {}};
   std::memcpy(h.token, theirs.data(), sizeof h.token);
   return h;
 }
 
 // Reads an accepted socket's hello into h and checks it: "" when acceptable, else why not.
-std::string receive_hello(int fd, Hello& h, int rank, int nranks, const Geometry& g, const bootstrap::wire::Secret& token,
-                          Clock::time_point deadline) {
+std::string receive_hello(int fd, Hello& h, int rank, int nranks, const Geometry& g,
+                          const bootstrap::wire::Secret& token, Clock::time_point deadline) {
   try {
     // A silent stranger must not hold up the job: it gets a few seconds to say hello.
     auto hello_by = std::min(deadline, Clock::now() + std::chrono::seconds(5));
@@ -61,7 +62,9 @@ std::string receive_hello(int fd, Hello& h, int rank, int nranks, const Geometry
 bootstrap::Record address_record(const Geometry& g, const std::string& addr, const std::string& token) {
   bootstrap::Record r("tcp address record", -1);
   r.add("addr", addr).add("token", token);
-  r.add("nsocks", g.nsocks).add("nslots", static_cast<uint64_t>(g.nslots)).add("slot_bytes", static_cast<uint64_t>(g.slot_bytes));
+  r.add("nsocks", g.nsocks)
+      .add("nslots", static_cast<uint64_t>(g.nslots))
+      .add("slot_bytes", static_cast<uint64_t>(g.slot_bytes));
   return r;
 }
 
@@ -77,7 +80,8 @@ PeerRecord read_record(const ConnectArgs& a, const Geometry& g, int q, Clock::ti
   const bootstrap::Record theirs = bootstrap::Record::decode(
       a.store->get(a.prefix + "/addr/" + std::to_string(q), left(deadline)), "tcp address record", q);
   bootstrap::check_agreed(address_record(g, "", ""), theirs, a.rank,
-                          {{"nsocks", "CORAL_SOCKET_NSOCKS"}, {"nslots", "CORAL_SOCKET_NSLOTS"},
+                          {{"nsocks", "CORAL_SOCKET_NSOCKS"},
+                           {"nslots", "CORAL_SOCKET_NSLOTS"},
                            {"slot_bytes", "CORAL_SOCKET_SLOT_BYTES"}});
   bootstrap::wire::Secret token;
   theirs.bytes("token", token.data(), token.size());
@@ -108,8 +112,10 @@ class Acceptor {
 
   void run(PeerSockets& out) {
     while (missing_ > 0) {
-      if (wait_for_connection()) accept_one(out);
-      else if (Clock::now() >= deadline_) fail_timeout();
+      if (wait_for_connection())
+        accept_one(out);
+      else if (Clock::now() >= deadline_)
+        fail_timeout();
     }
     for (auto& [q, v] : got_)
       if (!v.empty()) out.fds[q] = v;
@@ -201,8 +207,8 @@ void dial_peers(const ConnectArgs& a, const Geometry& g, Clock::time_point deadl
   }
 }
 
-void accept_peers(const ConnectArgs& a, const Geometry& g, int nranks, const Listener& l,
-                  Clock::time_point deadline, PeerSockets& out) {
+void accept_peers(const ConnectArgs& a, const Geometry& g, int nranks, const Listener& l, Clock::time_point deadline,
+                  PeerSockets& out) {
   Acceptor(a, g, nranks, l, deadline).run(out);
 }
 

@@ -36,7 +36,7 @@ void listen_and_publish(const ConnectArgs& a, const Geometry& g, Listener& l);
 // Connects nsocks sockets to each target above this rank, sending each socket's hello at once.
 void dial_peers(const ConnectArgs& a, const Geometry& g, Clock::time_point deadline, PeerSockets& out);
 // Accepts every socket of the targets below this rank; other connections are refused and logged.
-void accept_peers(const ConnectArgs& a, const Geometry& g, int nranks, const Listener& l,
-                  Clock::time_point deadline, PeerSockets& out);
+void accept_peers(const ConnectArgs& a, const Geometry& g, int nranks, const Listener& l, Clock::time_point deadline,
+                  PeerSockets& out);
 
 }  // namespace coral::transport::tcp

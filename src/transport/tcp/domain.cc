@@ -149,9 +149,12 @@ void TcpDomain::progress_link(TcpLink* focus) {
 }
 
 void TcpDomain::spin_pass(TcpLink* focus, unsigned n) {
-  if (n % kFullPass == 0) progress(0, focus, n % (kFullPass * kFullPass) == 0);
-  else if (focus) progress_link(focus);
-  else write_pending();
+  if (n % kFullPass == 0)
+    progress(0, focus, n % (kFullPass * kFullPass) == 0);
+  else if (focus)
+    progress_link(focus);
+  else
+    write_pending();
 }
 
 void TcpDomain::progress(int timeout_ms, const TcpLink* focus, bool small_too) {
@@ -212,8 +215,8 @@ void TcpDomain::drain(WaitMonitor& mon) {
 std::string TcpDomain::peer_failure(int peer) {
   IoLock lock(mu_);
   return lost_peers(
-      peer, links_, [&] { pump(lock, 10); },
-      [](int, const TcpLink& l) { return l.closed_cleanly(); }, [](const TcpLink& l) { return l.failure(); });
+      peer, links_, [&] { pump(lock, 10); }, [](int, const TcpLink& l) { return l.closed_cleanly(); },
+      [](const TcpLink& l) { return l.failure(); });
 }
 
 std::string TcpDomain::remote_abort() {
@@ -238,8 +241,10 @@ bool TcpDomain::any_output() {
 }
 
 void TcpDomain::pump(IoLock& lk, int ms) {
-  if (threaded()) let_io_run(lk, ms);
-  else progress(ms);
+  if (threaded())
+    let_io_run(lk, ms);
+  else
+    progress(ms);
 }
 
 }  // namespace coral::transport::tcp

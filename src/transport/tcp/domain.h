@@ -91,8 +91,10 @@ class TcpDomain : public Domain {
     network_wait(
         mon, peer, this, mu_,
         [&] {
-          if (focus == nullptr) progress(0);
-          else spin_pass(focus, ++polls);
+          if (focus == nullptr)
+            progress(0);
+          else
+            spin_pass(focus, ++polls);
         },
         [&] { progress(20); }, ready);
   }
@@ -100,7 +102,9 @@ class TcpDomain : public Domain {
  private:
   static constexpr unsigned kFullPass = 16;
   // epoll data of a socket: its peer and its index on the link.
-  static uint64_t sock_key(int peer, int sock) { return (static_cast<uint64_t>(peer) << 8) | static_cast<uint64_t>(sock); }
+  static uint64_t sock_key(int peer, int sock) {
+    return (static_cast<uint64_t>(peer) << 8) | static_cast<uint64_t>(sock);
+  }
   static int key_peer(uint64_t key) { return static_cast<int>(key >> 8); }
   static int key_sock(uint64_t key) { return static_cast<int>(key & 0xff); }
   // Input a spinning pass leaves in a socket of another link: the kernel holds it without
@@ -138,7 +142,8 @@ class TcpDomain : public Domain {
   std::vector<std::unique_ptr<IoThread>> io_;
   std::atomic<uint32_t> events_{0};    // bumped by helper threads after any change
   std::atomic<uint32_t> sleeping_{0};  // a wait sleeps on events_
-  std::recursive_mutex mu_;  // progress runs on one thread at a time; abort may come from another (recursive: waits test readiness under it)
+  std::recursive_mutex mu_;  // progress runs on one thread at a time; abort may come from another (recursive: waits
+                             // test readiness under it)
 };
 
 }  // namespace coral::transport::tcp

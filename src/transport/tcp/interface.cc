@@ -85,9 +85,11 @@ LocalAddress choose_address(const std::string& toward) {
   if (config::is_set("CORAL_SOCKET_IFNAME")) {
     std::string spec = config::get_string("CORAL_SOCKET_IFNAME");
     // Excluding never picks loopback by accident: a multi-host job cannot use it.
-    const IfAddr* a = pick([&](const IfAddr& i) { return ifname_matches(spec, i.name) && !(spec[0] == '^' && i.loopback); });
-    if (!a) fail(coralInvalidArgument, "CORAL_SOCKET_IFNAME='" + spec + "' matches no up interface with an address" +
-                                           (family == AF_UNSPEC ? "" : " of CORAL_SOCKET_FAMILY"));
+    const IfAddr* a =
+        pick([&](const IfAddr& i) { return ifname_matches(spec, i.name) && !(spec[0] == '^' && i.loopback); });
+    if (!a)
+      fail(coralInvalidArgument, "CORAL_SOCKET_IFNAME='" + spec + "' matches no up interface with an address" +
+                                     (family == AF_UNSPEC ? "" : " of CORAL_SOCKET_FAMILY"));
     return {a->addr, a->name};
   }
   if (toward.empty()) {
@@ -114,7 +116,9 @@ LocalAddress choose_address(const std::string& toward) {
     return {local, ifname};
   }
   const IfAddr* a = pick([&](const IfAddr& i) { return i.name == ifname; });
-  if (!a) fail(coralInvalidArgument, "interface " + ifname + " (the route to the store) has no address of CORAL_SOCKET_FAMILY");
+  if (!a)
+    fail(coralInvalidArgument,
+         "interface " + ifname + " (the route to the store) has no address of CORAL_SOCKET_FAMILY");
   return {a->addr, a->name};
 }
 

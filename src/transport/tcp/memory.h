@@ -13,8 +13,8 @@ struct InSlot {
   uint64_t seq = 0;
   uint64_t tag = 0;
   uint32_t total = 0;
-  uint16_t nparts = 0;   // 0: nothing received for this slot yet
-  uint16_t received = 0; // parts fully received
+  uint16_t nparts = 0;    // 0: nothing received for this slot yet
+  uint16_t received = 0;  // parts fully received
 };
 
 class SlotRing {

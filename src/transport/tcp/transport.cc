@@ -4,8 +4,6 @@
 
 namespace coral::transport::tcp {
 
-std::unique_ptr<Domain> TcpTransport::connect(const ConnectArgs& args) {
-  return std::make_unique<TcpDomain>(args);
-}
+std::unique_ptr<Domain> TcpTransport::connect(const ConnectArgs& args) { return std::make_unique<TcpDomain>(args); }
 
 }  // namespace coral::transport::tcp

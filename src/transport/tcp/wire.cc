@@ -31,8 +31,10 @@ std::string check_hello(const Hello& h, int my_rank, int nranks, const Geometry&
                        h.nsocks, g.nsocks);
   if (h.sock >= h.nsocks) return fmt::format("socket index {} of {}", h.sock, h.nsocks);
   if (h.slot_bytes != g.slot_bytes || h.nslots != g.nslots)
-    return fmt::format("rank {} uses {} slots of {} bytes, this rank {} of {} (set CORAL_SOCKET_SLOT_BYTES and "
-                       "CORAL_SOCKET_NSLOTS alike)", h.from, h.nslots, h.slot_bytes, g.nslots, g.slot_bytes);
+    return fmt::format(
+        "rank {} uses {} slots of {} bytes, this rank {} of {} (set CORAL_SOCKET_SLOT_BYTES and "
+        "CORAL_SOCKET_NSLOTS alike)",
+        h.from, h.nslots, h.slot_bytes, g.nslots, g.slot_bytes);
   return "";
 }
 
@@ -42,11 +44,14 @@ std::string check_frame(const Frame& f, int sock, const Geometry& g, uint64_t re
     return fmt::format("{} credits returned on top of {} held, more than {} slots", f.credits, credits_now, g.nslots);
   switch (static_cast<Kind>(f.kind)) {
     case Kind::Data: {
-      if (f.total > g.slot_bytes) return fmt::format("message of {} bytes exceeds the {}-byte slot", f.total, g.slot_bytes);
+      if (f.total > g.slot_bytes)
+        return fmt::format("message of {} bytes exceeds the {}-byte slot", f.total, g.slot_bytes);
       int n = nparts_for(f.total, g.nsocks);
       if (f.nparts != n || f.part != sock)
-        return fmt::format("part {}/{} on socket {}; a {}-byte message is cut into {}", f.part, f.nparts, sock, f.total, n);
-      if (f.bytes != part_of(f.total, n, sock).bytes) return fmt::format("part of {} bytes, expected {}", f.bytes, part_of(f.total, n, sock).bytes);
+        return fmt::format("part {}/{} on socket {}; a {}-byte message is cut into {}", f.part, f.nparts, sock, f.total,
+                           n);
+      if (f.bytes != part_of(f.total, n, sock).bytes)
+        return fmt::format("part of {} bytes, expected {}", f.bytes, part_of(f.total, n, sock).bytes);
       if (f.seq < released || f.seq >= released + g.nslots)
         return fmt::format("message {} outside the window [{}, {})", f.seq, released, released + g.nslots);
       return "";

@@ -22,11 +22,11 @@ constexpr size_t kMinStripe = 64 * 1024;
 struct Hello {
   uint32_t magic;
   uint16_t version;
-  uint16_t sock;     // index of this socket within the pair
-  uint16_t nsocks;   // sockets per pair the connector uses
+  uint16_t sock;    // index of this socket within the pair
+  uint16_t nsocks;  // sockets per pair the connector uses
   uint16_t pad;
-  int32_t from;      // connector's rank
-  int32_t to;        // rank the connector believes it reached
+  int32_t from;  // connector's rank
+  int32_t to;    // rank the connector believes it reached
   uint32_t slot_bytes;
   uint32_t nslots;
   uint8_t token[bootstrap::wire::kSecretBytes];  // the acceptor's per-job token, learnt through the store
@@ -44,8 +44,8 @@ struct Frame {
   uint32_t total;    // Data: bytes of the whole message
   uint32_t credits;  // receive slots the sender of this frame freed since it last said so
   uint32_t pad;
-  uint64_t seq;      // Data: message number on this link
-  uint64_t tag;      // Data: the operation's tag
+  uint64_t seq;  // Data: message number on this link
+  uint64_t tag;  // Data: the operation's tag
 };
 static_assert(sizeof(Frame) == 40);
 

@@ -38,7 +38,12 @@ ucs_status_ptr_t post_tag_recv(ucp_worker_h worker, Slot& s, void* buf, size_t l
 }
 
 UcxLink::UcxLink(UcxDomain* dom, int me, int peer, ucp_ep_h ep, size_t slot_bytes, uint32_t nslots)
-    : dom_(dom), me_(me), peer_(peer), ep_(ep), slot_bytes_(slot_bytes), out_(slot_bytes, nslots),
+    : dom_(dom),
+      me_(me),
+      peer_(peer),
+      ep_(ep),
+      slot_bytes_(slot_bytes),
+      out_(slot_bytes, nslots),
       in_(slot_bytes, nslots) {}
 
 UcxLink::~UcxLink() = default;
@@ -52,9 +57,11 @@ void UcxLink::reap(Slot& s) {
 
 void UcxLink::post_receive(uint64_t seq) {
   Slot& s = in_.slot(seq);
-  ucs_status_ptr_t r = post_tag_recv(dom_->worker(), s, in_.buf(seq), in_.stride(), ucp_tag(TagKind::Data, peer_), kFullMask);
-  if (UCS_PTR_IS_ERR(r)) fail(coralSystemError, fmt::format("ucx: posting a receive from rank {}: {}", peer_,
-                                                            ucs_status_string(UCS_PTR_STATUS(r))));
+  ucs_status_ptr_t r =
+      post_tag_recv(dom_->worker(), s, in_.buf(seq), in_.stride(), ucp_tag(TagKind::Data, peer_), kFullMask);
+  if (UCS_PTR_IS_ERR(r))
+    fail(coralSystemError,
+         fmt::format("ucx: posting a receive from rank {}: {}", peer_, ucs_status_string(UCS_PTR_STATUS(r))));
   s.request = r;
 }
 
@@ -144,8 +151,8 @@ Message UcxLink::recv_peek(WaitMonitor& mon, bool) {
   MsgHeader h;
   std::memcpy(&h, in_.buf(in_seq_), sizeof h);
   if (s.length < sizeof h || h.bytes != s.length - sizeof h)
-    fail(coralRemoteError, fmt::format("ucx: rank {} sent a malformed message ({} bytes, header says {})", peer_,
-                                       s.length, h.bytes));
+    fail(coralRemoteError,
+         fmt::format("ucx: rank {} sent a malformed message ({} bytes, header says {})", peer_, s.length, h.bytes));
   return Message{in_.buf(in_seq_) + sizeof h, h.bytes, h.tag};
 }
 

@@ -1,7 +1,7 @@
 // A UCX link: one UCP endpoint to a peer. Sends go out of a ring of staging slots (a slot is
 // reused once UCP says its send completed); receives are pre-posted into a ring of slots, and
-// the executor reduces straight out of the slot. Sends are synchronous: a staging slot is reused once the peer matched its message to a posted
-// receive, which bounds what a sender has in flight the way credits do.
+// the executor reduces straight out of the slot. Sends are synchronous: a staging slot is reused once the peer matched
+// its message to a posted receive, which bounds what a sender has in flight the way credits do.
 #pragma once
 #include <string>
 

@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "bootstrap/exchange.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/exchange.h"
 
 namespace coral::transport::ucx {
 
@@ -66,8 +66,8 @@ UcxDomain::UcxDomain(const ConnectArgs& a) : rank_(a.rank) {
       const std::string& theirs = records.at(q).text("worker");
       auto link = std::make_unique<UcxLink>(this, a.rank, q, nullptr, slot, static_cast<uint32_t>(nslots));
       ucp_ep_params_t ep{};
-      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.field_mask =
+          UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
       ep.address = reinterpret_cast<const ucp_address_t*>(theirs.data());
       ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // a lost peer fails the endpoint, not the process
       ep.err_handler.cb = on_ep_error;
@@ -83,7 +83,8 @@ UcxDomain::UcxDomain(const ConnectArgs& a) : rank_(a.rank) {
     teardown();
     throw;
   }
-  log::info(log::Net, "ucx: rank {} has endpoints to {} peer(s), {} slots of {} bytes", a.rank, links_.size(), nslots, slot);
+  log::info(log::Net, "ucx: rank {} has endpoints to {} peer(s), {} slots of {} bytes", a.rank, links_.size(), nslots,
+            slot);
 }
 
 UcxDomain::~UcxDomain() {
@@ -167,11 +168,11 @@ void UcxDomain::post_control() {
 }
 
 void UcxDomain::progress() {
-  while (ucp_worker_progress(worker_) != 0) {
-  }
+  while (ucp_worker_progress(worker_) != 0) {}
   if (abort_in_.slot.done && abort_in_.slot.request) {
     if (abort_in_.slot.status == UCS_OK && abort_text_.empty())
-      abort_text_.assign(abort_in_.text, strnlen(abort_in_.text, std::min(sizeof abort_in_.text, abort_in_.slot.length)));
+      abort_text_.assign(abort_in_.text,
+                         strnlen(abort_in_.text, std::min(sizeof abort_in_.text, abort_in_.slot.length)));
     ucp_request_free(abort_in_.slot.request);
     abort_in_.slot.request = nullptr;
   }
@@ -183,7 +184,8 @@ void UcxDomain::progress() {
     ucp_request_free(bye_in_.slot.request);
     bye_in_.slot.request = nullptr;
     // Listen for the next goodbye.
-    void* r = post_tag_recv(worker_, bye_in_.slot, bye_in_.text, sizeof bye_in_.text, ucp_tag(TagKind::Bye, 0), kKindMask);
+    void* r =
+        post_tag_recv(worker_, bye_in_.slot, bye_in_.text, sizeof bye_in_.text, ucp_tag(TagKind::Bye, 0), kKindMask);
     bye_in_.slot.request = UCS_PTR_IS_ERR(r) ? nullptr : r;
   }
 }
@@ -209,8 +211,9 @@ void UcxDomain::drain(WaitMonitor& mon) {
 
 std::string UcxDomain::peer_failure(int peer) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  return lost_peers(peer, links_, [&] { progress(); }, [](int, const UcxLink& l) { return l.closed_cleanly(); },
-                    [](const UcxLink& l) { return l.failure(); });
+  return lost_peers(
+      peer, links_, [&] { progress(); }, [](int, const UcxLink& l) { return l.closed_cleanly(); },
+      [](const UcxLink& l) { return l.failure(); });
 }
 
 std::string UcxDomain::remote_abort() {

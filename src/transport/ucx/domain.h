@@ -38,7 +38,8 @@ class UcxDomain : public Domain {
 
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
-    network_wait(mon, peer, this, mu_, [&] { progress(); }, [&] { sleep_for_events(20); }, ready);
+    network_wait(
+        mon, peer, this, mu_, [&] { progress(); }, [&] { sleep_for_events(20); }, ready);
   }
 
  private:

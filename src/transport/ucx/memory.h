@@ -20,7 +20,7 @@ struct Slot {
   void* request = nullptr;  // in flight while non-null and !done
   bool done = true;
   ucs_status_t status = UCS_OK;
-  size_t length = 0;  // receive: bytes that arrived
+  size_t length = 0;        // receive: bytes that arrived
   uint64_t sender_tag = 0;  // receive: the UCP tag it matched
 };
 
