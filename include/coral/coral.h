@@ -142,7 +142,8 @@ typedef enum {
   coralCollAllGather = 2,
   coralCollBroadcast = 3,
   coralCollReduce = 4,
-  coralNumCollectives = 5
+  coralNumCollectives = 5,
+  coralMaxCollective = 0x7fffffff /* as coralMaxDataType */
 } coralCollective_t;
 
 typedef enum {
@@ -151,7 +152,8 @@ typedef enum {
   coralQueryChunkBytes = 2, /* that call's pipelining chunk in bytes */
   coralQueryTuning = 3,     /* "1" while trials (CORAL_TUNE_TRIALS) of that shape still run, else "0" */
   coralQueryTrialPicks = 4, /* the trials' picks so far as a CORAL_ALGO value; "" if none */
-  coralNumQueries = 5
+  coralNumQueries = 5,
+  coralMaxQuery = 0x7fffffff /* as coralMaxDataType */
 } coralQuery_t;
 
 /* The call a query asks about: the arguments it would be made with. */

@@ -122,3 +122,8 @@ inline size_t block_offset(size_t n, int p, int b) {
 }
 
 }  // namespace coral::collectives
+
+namespace coral {
+// The schedule IR's short name, as code and docs write its steps: sched::send(peer, src, n).
+namespace sched = collectives;
+}  // namespace coral
