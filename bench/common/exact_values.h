@@ -33,6 +33,9 @@ inline size_t size_of(coralDataType_t t) {
 }
 
 inline int64_t value(int rank, size_t index, coralRedOp_t op) {
+  // Bitwise ops: 7 varied bits, so and, or and xor over ranks each keep some and clear some.
+  if (op == coralBand || op == coralBor || op == coralBxor)
+    return static_cast<int64_t>(((rank + 1) * 37 + index * 11) % 128);
   if (op == coralProd) return 1 + static_cast<int64_t>((rank + index) % 2);
   if (op == coralMax || op == coralMin) return static_cast<int64_t>((rank * 7 + index * 3) % 11) - 5;
   return static_cast<int64_t>(rank + 1) * static_cast<int64_t>(index % 5 + 1) - 3;
@@ -93,6 +96,12 @@ struct Val {
       r.i = less ? o.i : i;
     else if (op == coralMin)
       r.i = less ? i : o.i;
+    else if (op == coralBand)
+      r.i = static_cast<int64_t>(a & b);
+    else if (op == coralBor)
+      r.i = static_cast<int64_t>(a | b);
+    else if (op == coralBxor)
+      r.i = static_cast<int64_t>(a ^ b);
     else
       r.i = static_cast<int64_t>(a + b);
     r.wrap();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 
 namespace bench {
@@ -13,7 +14,8 @@ namespace bench {
 namespace {
 
 const char* kTypes[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16"};
-const char* kOps[] = {"sum", "prod", "max", "min", "avg"};
+const char* kOps[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor"};
+const coralRedOp_t kOpValues[] = {coralSum, coralProd, coralMax, coralMin, coralAvg, coralBand, coralBor, coralBxor};
 
 [[noreturn]] void bad(const std::string& msg) {
   std::fprintf(stderr, "coral-bench: %s\n", msg.c_str());
@@ -46,15 +48,19 @@ std::vector<coralDataType_t> parse_types(const std::string& v) {
 
 std::vector<coralRedOp_t> parse_ops(const std::string& v) {
   if (v == "all") return {coralSum, coralProd, coralMax, coralMin, coralAvg};
-  for (int o = 0; o < coralNumOps; ++o)
-    if (v == kOps[o]) return {static_cast<coralRedOp_t>(o)};
-  bad("-o '" + v + "' is not an op (sum prod max min avg all)");
+  for (size_t o = 0; o < std::size(kOps); ++o)
+    if (v == kOps[o]) return {kOpValues[o]};
+  bad("-o '" + v + "' is not an op (sum prod max min avg band bor bxor all)");
 }
 
 }  // namespace
 
 const char* type_name(coralDataType_t t) { return kTypes[t]; }
-const char* op_name(coralRedOp_t op) { return kOps[op]; }
+const char* op_name(coralRedOp_t op) {
+  for (size_t o = 0; o < std::size(kOps); ++o)
+    if (kOpValues[o] == op) return kOps[o];
+  return "?";
+}
 
 double bus_factor(exact::Coll c, int p) {
   switch (c) {
@@ -87,7 +93,7 @@ Options parse_options(int argc, char** argv) {
   app.add_option("-e,--maxbytes", e, "maximum size");
   app.add_option("-i,--stepbytes", i, "size increment when no -f is given");
   app.add_option("-f,--stepfactor", o.factor, "size multiplication factor");
-  app.add_option("-o,--op", op, "sum, prod, max, min, avg or all");
+  app.add_option("-o,--op", op, "sum, prod, max, min, avg, band, bor, bxor (integer types) or all (the first five)");
   app.add_option("-d,--datatype", dt, "int8 ... bfloat16, or all");
   app.add_option("-r,--root", o.root, "root rank of broadcast and reduce");
   app.add_option("-n,--iters", o.iters, "timed iterations");

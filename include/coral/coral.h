@@ -61,6 +61,11 @@ typedef enum {
   coralMin = 3,
   coralAvg = 4,
   coralNumOps = 5,
+  /* Bitwise reductions of integer types (MPI's and PyTorch's BAND, BOR, BXOR; not in NCCL), set
+   * apart from the range NCCL's dynamic ops (PreMulSum) start at. Float types: coralInvalidArgument. */
+  coralBand = 0x40000000,
+  coralBor = 0x40000001,
+  coralBxor = 0x40000002,
   coralMaxRedOp = 0x7fffffff /* as coralMaxDataType */
 } coralRedOp_t;
 

@@ -57,9 +57,12 @@ void check_type(coralDataType_t t) {
   if (!coral::kernels::valid_dtype(t))
     fail(coralInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(t)));
 }
-void check_op(coralRedOp_t op) {
+void check_op(coralRedOp_t op, coralDataType_t t) {
   if (!coral::kernels::valid_op(op))
     fail(coralInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(op)));
+  if (!coral::kernels::op_fits(t, op))
+    fail(coralInvalidArgument, fmt::format("op {} is bitwise, for integer types; datatype {} is not one",
+                                           coral::kernels::op_name(op), coral::kernels::dtype_name(t)));
 }
 void check_buf(const void* p, size_t count, const char* name) {
   if (!p && count > 0) fail(coralInvalidArgument, std::string(name) + " is NULL with count > 0");
@@ -121,7 +124,7 @@ coral::Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t
   coral::Communicator& c = need(comm);
   check_type(t);
   if (coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce)
-    check_op(op);
+    check_op(op, t);
   else
     op = coralSum;
   size_t factor = (coll == Coll::ReduceScatter || coll == Coll::AllGather) ? c.nranks() : 1;
@@ -388,8 +391,9 @@ coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQu
       if (!coral::kernels::valid_dtype(args->datatype))
         fail(coralInvalidArgument,
              fmt::format("args->datatype {} is not a coralDataType_t", static_cast<int>(args->datatype)));
-      if (!coral::kernels::valid_op(args->op))
-        fail(coralInvalidArgument, fmt::format("args->op {} is not a coralRedOp_t", static_cast<int>(args->op)));
+      if (!coral::kernels::op_fits(args->datatype, args->op))
+        fail(coralInvalidArgument, fmt::format("args->op {} is not a coralRedOp_t for datatype {}",
+                                               static_cast<int>(args->op), coral::kernels::dtype_name(args->datatype)));
       coral::Call call = coral::make_call(colls[args->collective], nullptr, nullptr, args->count, args->datatype,
                                           args->op, args->root);
       const auto info = c.query(call.args, args->device != 0);

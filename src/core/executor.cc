@@ -15,13 +15,15 @@ uint64_t make_tag(collectives::Coll coll, coralDataType_t dtype, coralRedOp_t op
   salt ^= salt >> 31;
   salt *= 0x9e3779b97f4a7c15ull;
   return (static_cast<uint64_t>(coll) << 56) | (static_cast<uint64_t>(dtype) << 48) |
-         (static_cast<uint64_t>(op) << 40) | (salt & 0xffffffffffull);
+         (static_cast<uint64_t>(kernels::op_slot(op)) << 40) | (salt & 0xffffffffffull);
 }
 
 std::string describe_tag(uint64_t tag) {
   auto coll = static_cast<collectives::Coll>(tag >> 56);
   auto dt = static_cast<coralDataType_t>((tag >> 48) & 0xff);
-  auto op = static_cast<coralRedOp_t>((tag >> 40) & 0xff);
+  const int slot = static_cast<int>((tag >> 40) & 0xff);
+  // The tag holds the op's table slot (bitwise ops' values do not fit its 8 bits).
+  auto op = static_cast<coralRedOp_t>(slot < coralNumOps ? slot : coralBand + (slot - coralNumOps));
   return fmt::format("{} {} {}", collectives::coll_name(coll), kernels::dtype_name(dt), kernels::op_name(op));
 }
 
@@ -350,7 +352,10 @@ void execute(const collectives::Schedule& s, const ExecArgs& x) {
     return;
   }
   const kernels::Table& k = kernels::active();
-  Runner<HostMem>{x, es, HostMem{x.dtype, k.reduce[x.dtype][x.op], k.reduce_many[x.dtype][x.op]}, s.steps, plan}
+  Runner<HostMem>{
+      x, es,
+      HostMem{x.dtype, k.reduce[x.dtype][kernels::op_slot(x.op)], k.reduce_many[x.dtype][kernels::op_slot(x.op)]},
+      s.steps, plan}
       .run_all();
 }
 

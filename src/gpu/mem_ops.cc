@@ -29,7 +29,7 @@ void CudaMemOps::fold(void* dst, void* dst2, const void* const* srcs, int k, siz
   if (!n) return;
   if (emu::enabled()) {
     // Like the device kernel, any source may be dst itself (an in-place fold's own input).
-    kernels::active().reduce_many[dtype_][op_](dst, srcs, k, n);
+    kernels::active().reduce_many[dtype_][kernels::op_slot(op_)](dst, srcs, k, n);
     if (dst2) std::memcpy(dst2, dst, n * kernels::dtype_size(dtype_));
     return;
   }

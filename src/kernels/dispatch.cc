@@ -1,3 +1,4 @@
+#include <iterator>
 #include <mutex>
 #include <string>
 
@@ -50,12 +51,25 @@ const char* dtype_name(coralDataType_t t) {
 }
 
 const char* op_name(coralRedOp_t op) {
-  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
-  return valid_op(op) ? names[op] : "invalid";
+  static const char* names[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor"};
+  static_assert(std::size(names) == kOpSlots);
+  return valid_op(op) ? names[op_slot(op)] : "invalid";
 }
 
 bool valid_dtype(int t) { return t >= 0 && t < coralNumTypes; }
-bool valid_op(int op) { return op >= 0 && op < coralNumOps; }
+int op_slot(int op) {
+  if (op >= 0 && op < coralNumOps) return op;
+  if (op >= coralBand && op <= coralBxor) return coralNumOps + (op - coralBand);
+  return -1;
+}
+bool valid_op(int op) { return op_slot(op) >= 0; }
+bool bitwise(coralRedOp_t op) { return op >= coralBand && op <= coralBxor; }
+bool is_float(coralDataType_t t) {
+  return t == coralFloat16 || t == coralBfloat16 || t == coralFloat32 || t == coralFloat64;
+}
+bool op_fits(coralDataType_t t, coralRedOp_t op) {
+  return valid_dtype(t) && valid_op(op) && !(bitwise(op) && is_float(t));
+}
 
 const Table* table_for(Isa isa) {
   // The SIMD files are compiled with their -m flags throughout, so even building their table

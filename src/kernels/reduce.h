@@ -12,6 +12,13 @@ const char* dtype_name(coralDataType_t t);
 const char* op_name(coralRedOp_t op);
 bool valid_dtype(int t);
 bool valid_op(int op);
+// Ops by table slot: the NCCL ops 0..coralNumOps-1, then the bitwise ones. -1 for no op.
+constexpr int kOpSlots = coralNumOps + 3;
+int op_slot(int op);
+bool bitwise(coralRedOp_t op);
+bool is_float(coralDataType_t t);
+// Whether op reduces values of type t (bitwise ops take integer types only).
+bool op_fits(coralDataType_t t, coralRedOp_t op);
 
 // dst[i] = a[i] (op) b[i]; dst may be a or b. coralAvg reduces as a sum (scaled at the end).
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n);
@@ -23,8 +30,9 @@ using ScaleFn = void (*)(void* dst, const void* src, size_t n, int divisor);
 
 struct Table {
   const char* name;
-  ReduceFn reduce[coralNumTypes][coralNumOps];
-  ReduceManyFn reduce_many[coralNumTypes][coralNumOps];
+  // Indexed by op_slot(op); null where the op does not take the type.
+  ReduceFn reduce[coralNumTypes][kOpSlots];
+  ReduceManyFn reduce_many[coralNumTypes][kOpSlots];
   ScaleFn scale[coralNumTypes];
 };
 

@@ -32,8 +32,8 @@ struct Case {
 inline std::string describe(const Case& c) {
   static const char* colls[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce"};
   return std::string(colls[static_cast<int>(c.coll)]) + " dtype=" + std::to_string(c.t) +
-         " op=" + std::to_string(c.op) + " count=" + std::to_string(c.count) + (c.in_place ? " in-place" : "") +
-         " root=" + std::to_string(c.root);
+         " op=" + std::to_string(static_cast<int>(c.op)) + " count=" + std::to_string(c.count) +
+         (c.in_place ? " in-place" : "") + " root=" + std::to_string(c.root);
 }
 
 // Runs one case on this rank; returns "" or what went wrong.
@@ -82,6 +82,15 @@ inline std::vector<Case> all_cases(int p) {
     for (coralRedOp_t op : ops)
       for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(1000), (size_t(1) << 20) + 3})
         for (bool ip : {false, true}) out.push_back({Coll::AllReduce, dt, op, n, ip, 0});
+    // Bitwise ops, integer types only: all-reduce, reduce-scatter and reduce.
+    if (!exact::Val::of(dt, 0).is_float())
+      for (coralRedOp_t op : {coralBand, coralBor, coralBxor})
+        for (size_t n : {size_t(0), size_t(7), size_t(1000), size_t(70001)})
+          for (bool ip : {false, true}) {
+            out.push_back({Coll::AllReduce, dt, op, n, ip, 0});
+            out.push_back({Coll::ReduceScatter, dt, op, n, ip, 0});
+            out.push_back({Coll::Reduce, dt, op, n, ip, static_cast<int>(n % p)});
+          }
     for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(1000), size_t(70001)}) {
       coralRedOp_t op = ops[(t + n) % 5];
       for (bool ip : {false, true}) {

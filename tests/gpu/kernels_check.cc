@@ -133,7 +133,7 @@ void check_reduce(const Table& ref, coralDataType_t t, coralRedOp_t op, int nsrc
     a.dst[d] = dev.back()->p;
   }
   std::vector<char> expect(host[0]);
-  for (int k = 1; k < nsrc; ++k) ref.reduce[t][op](expect.data(), expect.data(), host[k].data(), n);
+  for (int k = 1; k < nsrc; ++k) ref.reduce[t][op_slot(op)](expect.data(), expect.data(), host[k].data(), n);
   CUDA_OK(static_cast<cudaError_t>(cuda::reduce(t, op, a, nullptr)));
   CUDA_OK(cudaDeviceSynchronize());
   ++cases;
@@ -204,9 +204,12 @@ int main() {
     return 77;
   }
   const Table& ref = *table_for(Isa::Scalar);
-  const coralRedOp_t ops[] = {coralSum, coralProd, coralMax, coralMin, coralAvg};
+  const coralRedOp_t all_ops[] = {coralSum, coralProd, coralMax, coralMin, coralAvg, coralBand, coralBor, coralBxor};
   for (int ti = 0; ti < coralNumTypes; ++ti) {
     auto t = static_cast<coralDataType_t>(ti);
+    std::vector<coralRedOp_t> ops;  // bitwise ops for integer types only
+    for (coralRedOp_t op : all_ops)
+      if (op_fits(t, op)) ops.push_back(op);
     const size_t es = dtype_size(t);
     // Offsets (bytes) of up to 8 sources then 2 destinations.
     const size_t aligned[10] = {}, same[10] = {es, es, es, es, es, es, es, es, es, es};

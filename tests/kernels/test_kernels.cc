@@ -110,9 +110,9 @@ TEST_CASE("SIMD kernels equal the scalar reference bit for bit") {
       for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(31), size_t(33), size_t(1000), size_t(4099)}) {
         for (size_t misalign : {size_t(0), size_t(1), size_t(3)}) {
           auto a = random_input(type, n, rng, misalign), b = random_input(type, n, rng, misalign);
-          for (int op = 0; op < coralNumOps; ++op) {
-            INFO(t->name << " " << dtype_name(type) << " " << op_name(static_cast<coralRedOp_t>(op)) << " n=" << n
-                         << " misalign=" << misalign);
+          for (int op = 0; op < kOpSlots; ++op) {
+            if (!ref->reduce[dt][op]) continue;  // a bitwise op of a float type
+            INFO(t->name << " " << dtype_name(type) << " op slot " << op << " n=" << n << " misalign=" << misalign);
             std::vector<uint8_t> want(n * es + 64), got(n * es + 64);
             const uint8_t* pa = a.data() + misalign;
             const uint8_t* pb = b.data() + misalign;
@@ -150,10 +150,11 @@ TEST_CASE("multi-source reduction equals the pairwise chain bit for bit") {
         for (int k : {1, 2, 3, 8, 17}) {
           std::vector<std::vector<uint8_t>> in;
           for (int j = 0; j < k; ++j) in.push_back(random_input(type, n, rng, 1));
-          for (int op = 0; op < coralNumOps; ++op) {
+          for (int op = 0; op < kOpSlots; ++op) {
+            if (!t->reduce_many[dt][op]) continue;      // a bitwise op of a float type
             for (int alias = -1; alias < k; ++alias) {  // -1: dst is no source
-              INFO(t->name << " " << dtype_name(type) << " " << op_name(static_cast<coralRedOp_t>(op)) << " n=" << n
-                           << " k=" << k << " dst=source " << alias);
+              INFO(t->name << " " << dtype_name(type) << " op slot " << op << " n=" << n << " k=" << k << " dst=source "
+                           << alias);
               std::vector<uint8_t> want(n * es + 1);
               // GCC 12 cannot bound n * es on one inlined path and warns falsely (-Wstringop-overflow, -Wrestrict).
 #pragma GCC diagnostic push
@@ -185,4 +186,35 @@ TEST_CASE("the active table is one the CPU supports") {
   for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
     if (table_for(i) == &t) found = cpu_supports(i);
   CHECK(found);
+}
+
+TEST_CASE("bitwise ops reduce every integer type and no float type") {
+  for (const Table* t : {table_for(Isa::Scalar), &active()}) {
+    for (int dt = 0; dt < coralNumTypes; ++dt) {
+      auto type = static_cast<coralDataType_t>(dt);
+      INFO(t->name << " " << dtype_name(type));
+      for (coralRedOp_t op : {coralBand, coralBor, coralBxor}) {
+        CHECK(op_fits(type, op) == !is_float(type));
+        CHECK((t->reduce[dt][op_slot(op)] != nullptr) == !is_float(type));
+        CHECK((t->reduce_many[dt][op_slot(op)] != nullptr) == !is_float(type));
+      }
+    }
+    const uint8_t a[3] = {0xc3, 0x0f, 0xff}, b[3] = {0x5a, 0xf0, 0x00};
+    uint8_t d[3];
+    t->reduce[coralUint8][op_slot(coralBand)](d, a, b, 3);
+    CHECK((d[0] == 0x42 && d[1] == 0x00 && d[2] == 0x00));
+    t->reduce[coralUint8][op_slot(coralBor)](d, a, b, 3);
+    CHECK((d[0] == 0xdb && d[1] == 0xff && d[2] == 0xff));
+    t->reduce[coralUint8][op_slot(coralBxor)](d, a, b, 3);
+    CHECK((d[0] == 0x99 && d[1] == 0xff && d[2] == 0xff));
+    const int64_t x[2] = {-1, INT64_MIN}, y[2] = {0x1234, -1};
+    int64_t z[2];
+    t->reduce[coralInt64][op_slot(coralBxor)](z, x, y, 2);
+    CHECK((z[0] == ~int64_t{0x1234} && z[1] == INT64_MAX));
+  }
+  CHECK(op_slot(coralSum) == 0);
+  CHECK(op_slot(coralBxor) == kOpSlots - 1);
+  CHECK(op_slot(coralNumOps) == -1);
+  CHECK(op_slot(coralBand - 1) == -1);
+  CHECK(std::string(op_name(coralBor)) == "bor");
 }

@@ -126,3 +126,17 @@ TEST_CASE("coralCommQuery answers what a call runs and rejects bad queries") {
   expect_invalid(coralCommQuery(nullptr, coralQueryTrialPicks, nullptr, v, sizeof v), nullptr, "comm is NULL");
   CHECK(coralCommDestroy(comm) == coralSuccess);
 }
+
+TEST_CASE("bitwise ops take integer types and refuse float types, naming both") {
+  coralComm_t comm = one_rank_comm();
+  int32_t i[3] = {6, 5, 3}, o[3] = {0, 0, 0};
+  REQUIRE(coralAllReduce(i, o, 3, coralInt32, coralBxor, comm, nullptr) == coralSuccess);
+  CHECK((o[0] == 6 && o[1] == 5 && o[2] == 3));  // one rank: its own values
+  float f[2] = {1, 2}, g[2];
+  expect_invalid(coralAllReduce(f, g, 2, coralFloat32, coralBand, comm, nullptr), comm,
+                 "op band is bitwise, for integer types; datatype float is not one");
+  expect_invalid(coralReduce(f, g, 2, coralFloat64, coralBor, 0, comm, nullptr), comm, "op bor is bitwise");
+  expect_invalid(coralAllReduce(i, o, 3, coralInt32, static_cast<coralRedOp_t>(coralBxor + 1), comm, nullptr), comm,
+                 "invalid reduction op");
+  CHECK(coralCommDestroy(comm) == coralSuccess);
+}

@@ -65,6 +65,26 @@ struct OpMin {
   }
 };
 
+// Bitwise ops take integer types only (the API refuses them for floats), on the bits as stored.
+struct OpBand {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a & b);
+  }
+};
+struct OpBor {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a | b);
+  }
+};
+struct OpBxor {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a ^ b);
+  }
+};
+
 // Users pass buffers at any byte address: element i is read and written with memcpy, which is
 // defined for any alignment and compiles to plain (vector) loads and stores.
 template <class T>
@@ -183,6 +203,15 @@ template <class T>
 void fill_native(Table& t, coralDataType_t dt) {
   fill_ops<sizeof(T), reduce_native<T, OpSum>, reduce_native<T, OpProd>, reduce_native<T, OpMax>,
            reduce_native<T, OpMin>>(t, dt, scale_native<T>);
+  if constexpr (std::is_integral_v<T>) {
+    const int band = op_slot(coralBand), bor = op_slot(coralBor), bxor = op_slot(coralBxor);
+    t.reduce[dt][band] = reduce_native<T, OpBand>;
+    t.reduce[dt][bor] = reduce_native<T, OpBor>;
+    t.reduce[dt][bxor] = reduce_native<T, OpBxor>;
+    t.reduce_many[dt][band] = reduce_many<sizeof(T), reduce_native<T, OpBand>>;
+    t.reduce_many[dt][bor] = reduce_many<sizeof(T), reduce_native<T, OpBor>>;
+    t.reduce_many[dt][bxor] = reduce_many<sizeof(T), reduce_native<T, OpBxor>>;
+  }
 }
 
 inline Table make_table() {

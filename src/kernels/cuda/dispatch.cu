@@ -52,7 +52,8 @@ __global__ void wait_kernel(const volatile uint64_t* flag, uint64_t value) {
 }  // namespace detail
 
 int preload() {
-  for (int (*f)() : {detail::preload_sum, detail::preload_prod, detail::preload_max, detail::preload_min})
+  for (int (*f)() :
+       {detail::preload_sum, detail::preload_prod, detail::preload_max, detail::preload_min, detail::preload_bitwise})
     if (int e = f()) return e;
   cudaError_t e = cudaSuccess;
   detail::for_each_type([&](auto t) {
@@ -83,6 +84,12 @@ int reduce(coralDataType_t t, coralRedOp_t op, const ReduceArgs& a, void* stream
       return detail::launch_max(t, a, s);
     case coralMin:
       return detail::launch_min(t, a, s);
+    case coralBand:
+      return detail::launch_band(t, a, s);
+    case coralBor:
+      return detail::launch_bor(t, a, s);
+    case coralBxor:
+      return detail::launch_bxor(t, a, s);
     default:
       return static_cast<int>(cudaErrorInvalidValue);
   }

@@ -70,6 +70,25 @@ struct Min {
     return a < b ? a : b;
   }
 };
+// Bitwise ops: integer types only (launch_int_op), on the bits as stored.
+struct Band {
+  template <class A>
+  __device__ static A apply(A a, A b) {
+    return static_cast<A>(a & b);
+  }
+};
+struct Bor {
+  template <class A>
+  __device__ static A apply(A a, A b) {
+    return static_cast<A>(a | b);
+  }
+};
+struct Bxor {
+  template <class A>
+  __device__ static A apply(A a, A b) {
+    return static_cast<A>(a ^ b);
+  }
+};
 
 // Element access: direct when every pointer is element-aligned, else through bytes.
 template <class T, bool Aligned>
@@ -234,6 +253,27 @@ int launch_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
   }
 }
 
+// The launcher for an op of integer types only (the bitwise ones).
+template <class Op>
+int launch_int_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
+  switch (t) {
+    case coralInt8:
+      return launch<int8_t, Op>(r, s);
+    case coralUint8:
+      return launch<uint8_t, Op>(r, s);
+    case coralInt32:
+      return launch<int32_t, Op>(r, s);
+    case coralUint32:
+      return launch<uint32_t, Op>(r, s);
+    case coralInt64:
+      return launch<int64_t, Op>(r, s);
+    case coralUint64:
+      return launch<uint64_t, Op>(r, s);
+    default:
+      return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
 // Calls f(std::type_identity<T>{}) for the element type of every dtype.
 template <class F>
 void for_each_type(F&& f) {
@@ -271,11 +311,28 @@ int preload_op() {
   return static_cast<int>(e);
 }
 
+template <class Op>
+int preload_int_op() {
+  cudaError_t e = cudaSuccess;
+  for_each_type([&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (std::is_integral_v<T>) {
+      load_kernel(reinterpret_cast<const void*>(reduce_kernel<T, Op, true>), e);
+      load_kernel(reinterpret_cast<const void*>(reduce_kernel<T, Op, false>), e);
+    }
+  });
+  return static_cast<int>(e);
+}
+
 int launch_sum(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
 int launch_prod(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
 int launch_max(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
 int launch_min(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
 int preload_sum();
+int launch_band(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
+int launch_bor(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
+int launch_bxor(coralDataType_t t, const ReduceArgs& r, cudaStream_t s);
+int preload_bitwise();
 int preload_prod();
 int preload_max();
 int preload_min();
