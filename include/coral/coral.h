@@ -88,6 +88,28 @@ CORAL_API coralResult_t coralGetVersion(int* version);
  * *uniqueId together with a random per-job secret. Broadcast it to every rank out of band. */
 CORAL_API coralResult_t coralGetUniqueId(coralUniqueId* uniqueId);
 CORAL_API coralResult_t coralCommInitRank(coralComm_t* comm, int nranks, coralUniqueId commId, int rank);
+/* Options for coralCommInitRankConfig, as NCCL's ncclConfig_t: start from CORAL_CONFIG_INITIALIZER
+ * (fields left CORAL_CONFIG_UNDEF_INT take their defaults). */
+/* INT_MIN, spelt out: <limits.h> here would fix the feature-test macros of a C user. */
+#define CORAL_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define CORAL_CONFIG_MAGIC 0xc0a1c0f9u
+typedef struct {
+  size_t size;          /* sizeof(coralConfig_t) */
+  unsigned int magic;   /* CORAL_CONFIG_MAGIC */
+  unsigned int version; /* CORAL_VERSION_CODE */
+  /* 1 (default): returns once the communicator is up. 0: returns coralInProgress at once and
+   * creation goes on in the background; coralCommGetAsyncError gives coralInProgress until it is
+   * done, then coralSuccess or why it failed. Calls on the communicator meanwhile return
+   * coralInProgress. */
+  int blocking;
+  /* > 0: seconds this communicator's waits on a peer may last (its CORAL_TIMEOUT). */
+  int timeoutSeconds;
+} coralConfig_t;
+#define CORAL_CONFIG_INITIALIZER \
+  { sizeof(coralConfig_t), CORAL_CONFIG_MAGIC, CORAL_VERSION_CODE, CORAL_CONFIG_UNDEF_INT, CORAL_CONFIG_UNDEF_INT }
+/* coralCommInitRank with options; config may be NULL (the defaults). */
+CORAL_API coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUniqueId commId, int rank,
+                                                const coralConfig_t* config);
 /* Rank, size and rendezvous from the launcher: coral-run, Open MPI, MPICH/Hydra, Slurm, torchrun. */
 CORAL_API coralResult_t coralCommInitEnv(coralComm_t* comm);
 /* Waits for this rank's outstanding operations, then frees the communicator. */

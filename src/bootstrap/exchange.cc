@@ -143,7 +143,17 @@ void check_agreed(const Record& mine, const Record& theirs, int me, const std::v
 void Exchange::publish(const std::string& name, const Record& mine) { store_.set(key(name, rank_), mine.encode()); }
 
 Record Exchange::read(const std::string& name, int peer, const std::string& what) {
-  return Record::decode(store_.get(key(name, peer), timeout_), what, peer);
+  Bytes b;
+  try {
+    b = store_.get(key(name, peer), timeout_);
+  } catch (const Error& e) {
+    // Say who never came, not which store key: the rank is what a user can look for.
+    if (e.code() != coralTimeout) throw;
+    fail(coralTimeout, fmt::format("rank {} waited {} s for the {} of rank {}, which never published it (is rank {} "
+                                   "running, in this job?): {}",
+                                   rank_, timeout_.count() / 1000.0, what, peer, peer, e.what()));
+  }
+  return Record::decode(b, what, peer);
 }
 
 std::map<int, Record> Exchange::swap(const std::string& name, const Record& mine, const std::vector<int>& peers,

@@ -49,8 +49,38 @@ std::string next_prefix(const std::string& job_key, int rank) {
 }
 
 coral::Communicator& need(coralComm* comm) {
-  if (!comm || !comm->impl) fail(coralInvalidArgument, "comm is NULL");
+  if (!comm) fail(coralInvalidArgument, "comm is NULL");
+  if (!comm->ready.load(std::memory_order_acquire))
+    fail(coralInProgress, "the communicator is still being created (coralCommGetAsyncError says when it is up)");
+  if (!comm->impl) fail(comm->init_result, "the communicator's creation failed: " + comm->init_error);
   return *comm->impl;
+}
+
+// coralConfig_t, checked: NULL or CORAL_CONFIG_UNDEF_INT fields take the defaults.
+struct Options {
+  bool blocking = true;
+  double timeout_s = 0;  // 0: CORAL_TIMEOUT
+};
+Options options_of(const coralConfig_t* c) {
+  Options o;
+  if (!c) return o;
+  if (c->size != sizeof(coralConfig_t) || c->magic != CORAL_CONFIG_MAGIC)
+    fail(coralInvalidArgument, "config was not set up from CORAL_CONFIG_INITIALIZER (its size or magic is wrong)");
+  if (c->version > CORAL_VERSION_CODE)
+    fail(coralInvalidArgument,
+         fmt::format("config->version {} is newer than this library ({})", c->version, CORAL_VERSION_CODE));
+  if (c->blocking != CORAL_CONFIG_UNDEF_INT) {
+    if (c->blocking != 0 && c->blocking != 1)
+      fail(coralInvalidArgument, fmt::format("config->blocking is {}, not 0 or 1", c->blocking));
+    o.blocking = c->blocking == 1;
+  }
+  if (c->timeoutSeconds != CORAL_CONFIG_UNDEF_INT) {
+    if (c->timeoutSeconds <= 0)
+      fail(coralInvalidArgument,
+           fmt::format("config->timeoutSeconds is {}, not a positive number of seconds", c->timeoutSeconds));
+    o.timeout_s = c->timeoutSeconds;
+  }
+  return o;
 }
 
 void check_type(coralDataType_t t) {
@@ -215,7 +245,12 @@ const char* coralGetErrorString(coralResult_t r) {
 
 const char* coralGetLastError(coralComm_t comm) {
   thread_local std::string copy;
-  copy = comm && comm->impl ? comm->impl->last_error() : t_last_error;
+  if (!comm)
+    copy = t_last_error;
+  else if (!comm->ready.load(std::memory_order_acquire))
+    copy = "";
+  else
+    copy = comm->impl ? comm->impl->last_error() : comm->init_error;
   return copy.c_str();
 }
 
@@ -241,7 +276,13 @@ coralResult_t coralGetUniqueId(coralUniqueId* id) {
 }
 
 coralResult_t coralCommInitRank(coralComm_t* comm, int nranks, coralUniqueId commId, int rank) {
-  return guard(nullptr, "coralCommInitRank", [&] {
+  return coralCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUniqueId commId, int rank,
+                                      const coralConfig_t* config) {
+  bool background = false;
+  coralResult_t rc = guard(nullptr, "coralCommInitRankConfig", [&] {
     if (!comm) fail(coralInvalidArgument, "comm is NULL");
     *comm = nullptr;
     if (nranks < 1) fail(coralInvalidArgument, "nranks " + std::to_string(nranks) + " must be >= 1");
@@ -252,14 +293,45 @@ coralResult_t coralCommInitRank(coralComm_t* comm, int nranks, coralUniqueId com
     std::memcpy(&l, commId.internal, sizeof l);
     if (std::memcmp(l.magic, kIdMagic, sizeof kIdMagic) != 0 || !memchr(l.addr, 0, sizeof l.addr))
       fail(coralInvalidArgument, "commId was not made by coralGetUniqueId");
+    const Options opt = options_of(config);
+    background = !opt.blocking;
     coral::bootstrap::wire::Secret secret;
     std::memcpy(secret.data(), l.secret, secret.size());
-    auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_s() * 1000));
-    auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(l.addr), secret, ms);
-    std::string key = coral::bootstrap::wire::secret_to_hex(secret).substr(0, 16);
-    auto impl = std::make_unique<coral::Communicator>(store, next_prefix(key, rank), rank, nranks);
-    *comm = new coralComm{std::move(impl)};
+    // Communicators are numbered in creation order on this rank (next_prefix): a background
+    // creation takes its number now, so that one created after it cannot take the same.
+    const std::string prefix = next_prefix(coral::bootstrap::wire::secret_to_hex(secret).substr(0, 16), rank);
+    const std::string addr = l.addr;
+    auto create = [secret, addr, prefix, opt, nranks, rank] {
+      const double timeout = opt.timeout_s > 0 ? opt.timeout_s : timeout_s();
+      auto ms = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
+      auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(addr), secret, ms);
+      return std::make_unique<coral::Communicator>(store, prefix, rank, nranks, opt.timeout_s);
+    };
+    if (opt.blocking) {
+      *comm = new coralComm(create());
+      return;
+    }
+    auto* c = new coralComm();
+    c->ready = false;
+    c->init = std::thread([c, create] {
+      coral::capi::guard(nullptr, "coralCommInitRankConfig", [&] {
+        try {
+          c->impl = create();
+        } catch (const coral::Error& e) {
+          c->init_result = e.code();
+          c->init_error = e.what();
+          throw;
+        } catch (const std::exception& e) {
+          c->init_result = coralInternalError;
+          c->init_error = e.what();
+          throw;
+        }
+      });
+      c->ready.store(true, std::memory_order_release);
+    });
+    *comm = c;
   });
+  return rc == coralSuccess && background ? coralInProgress : rc;
 }
 
 coralResult_t coralCommInitEnv(coralComm_t* comm) {
@@ -278,7 +350,7 @@ coralResult_t coralCommInitEnv(coralComm_t* comm) {
     } unlink_file{rdv.cleanup_file};
     auto impl =
         std::make_unique<coral::Communicator>(rdv.store, next_prefix(rdv.job_key, env.rank), env.rank, env.size);
-    *comm = new coralComm{std::move(impl)};
+    *comm = new coralComm(std::move(impl));
   });
 }
 
@@ -292,6 +364,7 @@ coralResult_t coralCommDestroy(coralComm_t comm) {
 coralResult_t coralCommAbort(coralComm_t comm) {
   return guard(nullptr, "coralCommAbort", [&] {
     if (!comm) fail(coralInvalidArgument, "comm is NULL");
+    if (comm->init.joinable()) comm->init.join();  // a creation still under way ends first
     if (comm->impl) comm->impl->abort("rank " + std::to_string(comm->impl->rank()) + " called coralCommAbort");
     delete comm;
   });
@@ -314,7 +387,13 @@ coralResult_t coralCommUserRank(const coralComm_t comm, int* rank) {
 coralResult_t coralCommGetAsyncError(coralComm_t comm, coralResult_t* err) {
   return guard(comm, "coralCommGetAsyncError", [&] {
     if (!err) fail(coralInvalidArgument, "asyncError is NULL");
-    *err = need(comm).async_error();
+    if (!comm) fail(coralInvalidArgument, "comm is NULL");
+    if (!comm->ready.load(std::memory_order_acquire))
+      *err = coralInProgress;
+    else if (!comm->impl)
+      *err = comm->init_result;
+    else
+      *err = comm->impl->async_error();
   });
 }
 

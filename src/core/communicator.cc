@@ -45,10 +45,12 @@ std::vector<std::pair<std::string, std::string>> schedule_settings(const collect
 
 }  // namespace
 
-Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks)
+Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks,
+                           double timeout_s)
     : store_(std::move(store)), prefix_(prefix), rank_(rank), nranks_(nranks) {
   log::set_thread_rank(rank);
   settings_ = config::Settings::from_env();
+  if (timeout_s > 0) settings_.timeout_s = timeout_s;
   timeout_s_ = settings_.timeout_s;
   collectives::Overrides over = collectives::parse_overrides(settings_.algo);
   collectives::TuneParams params;

@@ -26,7 +26,9 @@ class Communicator {
  public:
   // Collective over all ranks: exchanges host ids, connects transports, then a barrier.
   // prefix scopes this communicator's keys in the store.
-  Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks);
+  // timeout_s > 0 overrides CORAL_TIMEOUT for this communicator.
+  Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks,
+               double timeout_s = 0);
   ~Communicator();
 
   int rank() const { return rank_; }

@@ -3,9 +3,11 @@
 #pragma once
 #include <coral/coral.h>
 
+#include <atomic>
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -13,7 +15,17 @@
 
 // The handle behind coralComm_t (the guard records a failure on it too).
 struct coralComm {
+  explicit coralComm(std::unique_ptr<coral::Communicator> i = nullptr) : impl(std::move(i)) {}
   std::unique_ptr<coral::Communicator> impl;
+  // Non-blocking creation (coralConfig_t::blocking = 0): the thread building impl, and its
+  // outcome. impl and init_* are written before ready is set, read only after it is seen set.
+  std::thread init;
+  std::atomic<bool> ready{true};
+  coralResult_t init_result = coralSuccess;
+  std::string init_error;
+  ~coralComm() {
+    if (init.joinable()) init.join();
+  }
 };
 
 namespace coral::capi {
@@ -41,7 +53,7 @@ coralResult_t guard(coralComm* comm, const char* fn, F&& f) {
   }
   msg = std::string(fn) + ": " + msg;
   t_last_error = msg;
-  if (comm && comm->impl) comm->impl->set_last_error(msg);
+  if (comm && comm->ready.load(std::memory_order_acquire) && comm->impl) comm->impl->set_last_error(msg);
   coral::log::warn(coral::log::Coll, "{}", msg);
   return rc;
 }

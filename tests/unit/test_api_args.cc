@@ -1,7 +1,9 @@
 // Bad arguments return coralInvalidArgument with a message naming the problem; nothing crashes.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 #include <coral/coral.h>
 #include <coral/coral.hpp>
@@ -139,4 +141,68 @@ TEST_CASE("bitwise ops take integer types and refuse float types, naming both") 
   expect_invalid(coralAllReduce(i, o, 3, coralInt32, static_cast<coralRedOp_t>(coralBxor + 1), comm, nullptr), comm,
                  "invalid reduction op");
   CHECK(coralCommDestroy(comm) == coralSuccess);
+}
+
+TEST_CASE("coralCommInitRankConfig: bad configs are named, blocking = 0 finishes in the background") {
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  coralComm_t comm = nullptr;
+  coralConfig_t bad = CORAL_CONFIG_INITIALIZER;
+  bad.magic = 0;
+  expect_invalid(coralCommInitRankConfig(&comm, 1, id, 0, &bad), nullptr, "CORAL_CONFIG_INITIALIZER");
+  coralConfig_t c = CORAL_CONFIG_INITIALIZER;
+  c.blocking = 2;
+  expect_invalid(coralCommInitRankConfig(&comm, 1, id, 0, &c), nullptr, "config->blocking is 2");
+  c.blocking = CORAL_CONFIG_UNDEF_INT;
+  c.timeoutSeconds = -3;
+  expect_invalid(coralCommInitRankConfig(&comm, 1, id, 0, &c), nullptr, "config->timeoutSeconds is -3");
+  CHECK(comm == nullptr);
+
+  c = CORAL_CONFIG_INITIALIZER;
+  c.blocking = 0;
+  REQUIRE(coralCommInitRankConfig(&comm, 1, id, 0, &c) == coralInProgress);
+  REQUIRE(comm != nullptr);
+  coralResult_t state = coralInProgress;
+  for (int i = 0; i < 10000 && state == coralInProgress; ++i) {
+    REQUIRE(coralCommGetAsyncError(comm, &state) == coralSuccess);
+    if (state == coralInProgress) {
+      int n = 0;  // meanwhile calls say so, and do nothing
+      CHECK(coralCommCount(comm, &n) == coralInProgress);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  REQUIRE(state == coralSuccess);
+  int v = 5, out = 0;
+  CHECK(coralAllReduce(&v, &out, 1, coralInt32, coralSum, comm, nullptr) == coralSuccess);
+  CHECK(out == 5);
+  CHECK(coralCommDestroy(comm) == coralSuccess);
+}
+
+TEST_CASE("config->timeoutSeconds bounds this communicator's waits, blocking or not") {
+  for (int blocking : {1, 0}) {
+    INFO("blocking " << blocking);
+    coralUniqueId id;
+    REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+    coralConfig_t c = CORAL_CONFIG_INITIALIZER;
+    c.blocking = blocking;
+    c.timeoutSeconds = 1;
+    coralComm_t comm = nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    // Rank 0 of 2 whose rank 1 never comes: creation times out after about a second.
+    coralResult_t rc = coralCommInitRankConfig(&comm, 2, id, 0, &c);
+    if (!blocking) {
+      REQUIRE(rc == coralInProgress);
+      do {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        REQUIRE(coralCommGetAsyncError(comm, &rc) == coralSuccess);
+      } while (rc == coralInProgress);
+      CHECK(std::string(coralGetLastError(comm)).find("rank") != std::string::npos);
+      int n = 0;
+      CHECK(coralCommCount(comm, &n) == rc);  // the creation's failure, again
+      CHECK(coralCommDestroy(comm) == coralSuccess);
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(rc == coralTimeout);
+    CHECK(s < 30);  // not CORAL_TIMEOUT's 300 s
+  }
 }
