@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <coral/coral.h>
+#include <coral/coral_device.h>
 #include <coral/coral.hpp>
 
 #include "common/one_rank.h"
@@ -205,4 +206,31 @@ TEST_CASE("config->timeoutSeconds bounds this communicator's waits, blocking or 
     CHECK(rc == coralTimeout);
     CHECK(s < 30);  // not CORAL_TIMEOUT's 300 s
   }
+}
+
+TEST_CASE("coral_device.h: bad arguments are named; without a GPU every allocation says why") {
+  int count = -1, available = -1;
+  REQUIRE(coralDeviceCount(&count) == coralSuccess);
+  CHECK(count >= 0);
+  char why[512];
+  REQUIRE(coralDeviceAvailable(&available, why, sizeof why) == coralSuccess);
+  CHECK(available == (count > 0 ? 1 : 0));
+  expect_invalid(coralDeviceCount(nullptr), nullptr, "count is NULL");
+  if (count > 0)
+    expect_invalid(coralDeviceSet(count + 5), nullptr, "out of range");
+  else
+    CHECK(coralDeviceSet(0) == coralUnhandledCudaError);
+  expect_invalid(coralDeviceMalloc(nullptr, 16), nullptr, "ptr is NULL");
+  void* p = nullptr;
+  if (count == 0) {
+    CHECK(std::string(why).size() > 0);
+    CHECK(coralDeviceMalloc(&p, 16) == coralUnhandledCudaError);
+    CHECK(std::string(coralGetLastError(nullptr)).find("no usable GPU") != std::string::npos);
+  } else {
+    REQUIRE(coralDeviceMalloc(&p, 16) == coralSuccess);
+    int host = 0;
+    CHECK(coralDeviceFree(&host) == coralInvalidArgument);  // host memory is refused
+    CHECK(coralDeviceFree(p) == coralSuccess);
+  }
+  CHECK(coralDeviceFree(nullptr) == coralSuccess);
 }

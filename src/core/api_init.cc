@@ -1,0 +1,167 @@
+// The C API's communicator creation: unique ids, coralCommInitRank(Config) and coralCommInitEnv.
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "base/socket.h"
+#include "bootstrap/launcher_env.h"
+#include "bootstrap/tcp_store.h"
+#include "core/communicator.h"
+#include "core/guard.h"
+
+namespace {
+
+using coral::fail;
+using coral::capi::guard;
+
+constexpr char kIdMagic[8] = {'C', 'R', 'L', 'I', 'D', '0', '1', 0};
+
+struct IdLayout {
+  char magic[8];
+  char addr[72];
+  uint8_t secret[coral::bootstrap::wire::kSecretBytes];
+  char pad[CORAL_UNIQUE_ID_BYTES - 8 - 72 - coral::bootstrap::wire::kSecretBytes];
+};
+static_assert(sizeof(IdLayout) == CORAL_UNIQUE_ID_BYTES);
+
+double timeout_s() { return coral::config::get_double("CORAL_TIMEOUT"); }
+
+// Communicators created by one rank under one job key are numbered in creation order, which
+// every rank follows (as in MPI), so they agree on each communicator's store prefix.
+std::string next_prefix(const std::string& job_key, int rank) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, int>, int> count;
+  std::lock_guard<std::mutex> lock(mu);
+  return job_key + "/c" + std::to_string(count[{job_key, rank}]++);
+}
+
+// coralConfig_t, checked: NULL or CORAL_CONFIG_UNDEF_INT fields take the defaults.
+struct Options {
+  bool blocking = true;
+  double timeout_s = 0;  // 0: CORAL_TIMEOUT
+};
+Options options_of(const coralConfig_t* c) {
+  Options o;
+  if (!c) return o;
+  if (c->size != sizeof(coralConfig_t) || c->magic != CORAL_CONFIG_MAGIC)
+    fail(coralInvalidArgument, "config was not set up from CORAL_CONFIG_INITIALIZER (its size or magic is wrong)");
+  if (c->version > CORAL_VERSION_CODE)
+    fail(coralInvalidArgument,
+         fmt::format("config->version {} is newer than this library ({})", c->version, CORAL_VERSION_CODE));
+  if (c->blocking != CORAL_CONFIG_UNDEF_INT) {
+    if (c->blocking != 0 && c->blocking != 1)
+      fail(coralInvalidArgument, fmt::format("config->blocking is {}, not 0 or 1", c->blocking));
+    o.blocking = c->blocking == 1;
+  }
+  if (c->timeoutSeconds != CORAL_CONFIG_UNDEF_INT) {
+    if (c->timeoutSeconds <= 0)
+      fail(coralInvalidArgument,
+           fmt::format("config->timeoutSeconds is {}, not a positive number of seconds", c->timeoutSeconds));
+    o.timeout_s = c->timeoutSeconds;
+  }
+  return o;
+}
+
+}  // namespace
+
+extern "C" {
+
+coralResult_t coralGetUniqueId(coralUniqueId* id) {
+  return guard(nullptr, "coralGetUniqueId", [&] {
+    if (!id) fail(coralInvalidArgument, "uniqueId is NULL");
+    coral::bootstrap::wire::Secret secret = coral::bootstrap::wire::random_secret();
+    auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_s() * 1000));
+    int port = coral::bootstrap::start_detached_store_server(coral::net::resolve("0.0.0.0", 0), secret, ms);
+    IdLayout l{};
+    std::memcpy(l.magic, kIdMagic, sizeof kIdMagic);
+    std::snprintf(l.addr, sizeof l.addr, "%s:%d", coral::net::default_host_address().c_str(), port);
+    std::memcpy(l.secret, secret.data(), secret.size());
+    std::memcpy(id->internal, &l, sizeof l);
+  });
+}
+
+coralResult_t coralCommInitRank(coralComm_t* comm, int nranks, coralUniqueId commId, int rank) {
+  return coralCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUniqueId commId, int rank,
+                                      const coralConfig_t* config) {
+  bool background = false;
+  coralResult_t rc = guard(nullptr, "coralCommInitRankConfig", [&] {
+    if (!comm) fail(coralInvalidArgument, "comm is NULL");
+    *comm = nullptr;
+    if (nranks < 1) fail(coralInvalidArgument, "nranks " + std::to_string(nranks) + " must be >= 1");
+    if (rank < 0 || rank >= nranks)
+      fail(coralInvalidArgument,
+           "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(nranks) + ")");
+    IdLayout l;
+    std::memcpy(&l, commId.internal, sizeof l);
+    if (std::memcmp(l.magic, kIdMagic, sizeof kIdMagic) != 0 || !memchr(l.addr, 0, sizeof l.addr))
+      fail(coralInvalidArgument, "commId was not made by coralGetUniqueId");
+    const Options opt = options_of(config);
+    background = !opt.blocking;
+    coral::bootstrap::wire::Secret secret;
+    std::memcpy(secret.data(), l.secret, secret.size());
+    // Communicators are numbered in creation order on this rank (next_prefix): a background
+    // creation takes its number now, so that one created after it cannot take the same.
+    const std::string prefix = next_prefix(coral::bootstrap::wire::secret_to_hex(secret).substr(0, 16), rank);
+    const std::string addr = l.addr;
+    auto create = [secret, addr, prefix, opt, nranks, rank] {
+      const double timeout = opt.timeout_s > 0 ? opt.timeout_s : timeout_s();
+      auto ms = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
+      auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(addr), secret, ms);
+      return std::make_unique<coral::Communicator>(store, prefix, rank, nranks, opt.timeout_s);
+    };
+    if (opt.blocking) {
+      *comm = new coralComm(create());
+      return;
+    }
+    auto* c = new coralComm();
+    c->ready = false;
+    c->init = std::thread([c, create] {
+      coral::capi::guard(nullptr, "coralCommInitRankConfig", [&] {
+        try {
+          c->impl = create();
+        } catch (const coral::Error& e) {
+          c->init_result = e.code();
+          c->init_error = e.what();
+          throw;
+        } catch (const std::exception& e) {
+          c->init_result = coralInternalError;
+          c->init_error = e.what();
+          throw;
+        }
+      });
+      c->ready.store(true, std::memory_order_release);
+    });
+    *comm = c;
+  });
+  return rc == coralSuccess && background ? coralInProgress : rc;
+}
+
+coralResult_t coralCommInitEnv(coralComm_t* comm) {
+  return guard(nullptr, "coralCommInitEnv", [&] {
+    if (!comm) fail(coralInvalidArgument, "comm is NULL");
+    *comm = nullptr;
+    coral::bootstrap::LaunchEnv env = coral::bootstrap::read_launch_env();
+    coral::bootstrap::Rendezvous rdv = coral::bootstrap::rendezvous_from_env(env, timeout_s());
+    // The rendezvous file goes whether or not the communicator comes up: a failed start must not
+    // leave it in /dev/shm.
+    struct Unlink {
+      const std::string& path;
+      ~Unlink() {
+        if (!path.empty()) unlink(path.c_str());
+      }
+    } unlink_file{rdv.cleanup_file};
+    auto impl =
+        std::make_unique<coral::Communicator>(rdv.store, next_prefix(rdv.job_key, env.rank), env.rank, env.size);
+    *comm = new coralComm(std::move(impl));
+  });
+}
+
+}  // extern "C"
