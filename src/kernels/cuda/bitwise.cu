@@ -6,9 +6,9 @@ int launch_band(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) { return
 int launch_bor(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) { return launch_int_op<Bor>(t, r, s); }
 int launch_bxor(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) { return launch_int_op<Bxor>(t, r, s); }
 int preload_bitwise() {
-  int e = preload_int_op<Band>();
-  if (!e) e = preload_int_op<Bor>();
-  if (!e) e = preload_int_op<Bxor>();
+  int e = preload_op<Band, true>();
+  if (!e) e = preload_op<Bor, true>();
+  if (!e) e = preload_op<Bxor, true>();
   return e;
 }
 }  // namespace coral::kernels::cuda::detail

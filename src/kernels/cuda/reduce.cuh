@@ -224,36 +224,7 @@ int launch(const ReduceArgs& r, cudaStream_t stream) {
   return static_cast<int>(cudaGetLastError());
 }
 
-// The launcher for one op over every dtype.
-template <class Op>
-int launch_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
-  switch (t) {
-    case coralInt8:
-      return launch<int8_t, Op>(r, s);
-    case coralUint8:
-      return launch<uint8_t, Op>(r, s);
-    case coralInt32:
-      return launch<int32_t, Op>(r, s);
-    case coralUint32:
-      return launch<uint32_t, Op>(r, s);
-    case coralInt64:
-      return launch<int64_t, Op>(r, s);
-    case coralUint64:
-      return launch<uint64_t, Op>(r, s);
-    case coralFloat16:
-      return launch<__half, Op>(r, s);
-    case coralFloat32:
-      return launch<float, Op>(r, s);
-    case coralFloat64:
-      return launch<double, Op>(r, s);
-    case coralBfloat16:
-      return launch<__nv_bfloat16, Op>(r, s);
-    default:
-      return static_cast<int>(cudaErrorInvalidValue);
-  }
-}
-
-// The launcher for an op of integer types only (the bitwise ones).
+// The launcher for an op of the integer dtypes (the bitwise ops have no other).
 template <class Op>
 int launch_int_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
   switch (t) {
@@ -271,6 +242,23 @@ int launch_int_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
       return launch<uint64_t, Op>(r, s);
     default:
       return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+// The launcher for one op over every dtype.
+template <class Op>
+int launch_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
+  switch (t) {
+    case coralFloat16:
+      return launch<__half, Op>(r, s);
+    case coralFloat32:
+      return launch<float, Op>(r, s);
+    case coralFloat64:
+      return launch<double, Op>(r, s);
+    case coralBfloat16:
+      return launch<__nv_bfloat16, Op>(r, s);
+    default:
+      return launch_int_op<Op>(t, r, s);
   }
 }
 
@@ -298,25 +286,14 @@ inline void load_kernel(const void* kernel, cudaError_t& e) {
   if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, kernel);
 }
 
-// Loads the kernels of one op now. Each .cu preloads its own instantiations (another
-// translation unit's would be copies).
-template <class Op>
+// Loads the kernels of one op now (of the integer dtypes alone for an op that has no others).
+// Each .cu preloads its own instantiations (another translation unit's would be copies).
+template <class Op, bool kIntegersOnly = false>
 int preload_op() {
   cudaError_t e = cudaSuccess;
   for_each_type([&](auto t) {
     using T = typename decltype(t)::type;
-    load_kernel(reinterpret_cast<const void*>(reduce_kernel<T, Op, true>), e);
-    load_kernel(reinterpret_cast<const void*>(reduce_kernel<T, Op, false>), e);
-  });
-  return static_cast<int>(e);
-}
-
-template <class Op>
-int preload_int_op() {
-  cudaError_t e = cudaSuccess;
-  for_each_type([&](auto t) {
-    using T = typename decltype(t)::type;
-    if constexpr (std::is_integral_v<T>) {
+    if constexpr (!kIntegersOnly || std::is_integral_v<T>) {
       load_kernel(reinterpret_cast<const void*>(reduce_kernel<T, Op, true>), e);
       load_kernel(reinterpret_cast<const void*>(reduce_kernel<T, Op, false>), e);
     }
