@@ -155,6 +155,7 @@ CORAL_API coralResult_t coralIBroadcast(const void* sendbuff, void* recvbuff, si
                                         int root, coralComm_t comm, coralRequest_t* request);
 CORAL_API coralResult_t coralIReduce(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
                                      coralRedOp_t op, int root, coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIBarrier(coralComm_t comm, coralRequest_t* request);
 /* *done = 1 and the request is freed (its result returned) once complete; else *done = 0. */
 CORAL_API coralResult_t coralTest(coralRequest_t request, int* done);
 /* Blocks until complete, returns the operation's result and frees the request. */

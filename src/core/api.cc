@@ -343,6 +343,10 @@ coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQu
   });
 }
 
+coralResult_t coralIBarrier(coralComm_t comm, coralRequest_t* q) {
+  return nonblocking("coralIBarrier", comm, Coll::Barrier, nullptr, nullptr, 0, coralUint8, coralSum, 0, q);
+}
+
 coralResult_t coralTest(coralRequest_t request, int* done) {
   coralComm* comm = request ? request->comm : nullptr;
   coralResult_t rc = coralSuccess;

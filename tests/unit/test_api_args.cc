@@ -1,4 +1,5 @@
 // Bad arguments return coralInvalidArgument with a message naming the problem; nothing crashes.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
@@ -233,4 +234,33 @@ TEST_CASE("coral_device.h: bad arguments are named; without a GPU every allocati
     CHECK(coralDeviceFree(p) == coralSuccess);
   }
   CHECK(coralDeviceFree(nullptr) == coralSuccess);
+}
+
+TEST_CASE("coralIBarrier completes only once every rank has entered it") {
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  std::atomic<bool> rank0_entered{false};
+  std::atomic<int> failures{0};
+  auto rank = [&](int r) {
+    coralComm_t comm = nullptr;
+    if (coralCommInitRank(&comm, 2, id, r) != coralSuccess) {
+      ++failures;
+      return;
+    }
+    if (r == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      rank0_entered = true;
+    }
+    coralRequest_t req = nullptr;
+    if (coralIBarrier(comm, &req) != coralSuccess || coralWait(req) != coralSuccess) ++failures;
+    if (r == 1 && !rank0_entered) ++failures;  // left the barrier before rank 0 entered it
+    coralCommDestroy(comm);
+  };
+  std::thread t0(rank, 0), t1(rank, 1);
+  t0.join();
+  t1.join();
+  CHECK(failures == 0);
+  coralComm_t comm = one_rank_comm();
+  expect_invalid(coralIBarrier(comm, nullptr), comm, "request is NULL");
+  CHECK(coralCommDestroy(comm) == coralSuccess);
 }
