@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <utility>
 
 #include "base/config.h"
 
@@ -22,44 +23,23 @@ Level parse_level(const std::string& s) {
   return Level::Warn;
 }
 
+// Every subsystem's name once (the config registry lists the same words for CORAL_DEBUG_SUBSYS;
+// test_config checks they agree).
+constexpr std::pair<const char*, Subsys> kSubsystems[] = {{"INIT", Init}, {"NET", Net},   {"SHM", Shm}, {"COLL", Coll},
+                                                          {"TUNE", Tune}, {"BOOT", Boot}, {"ALL", All}};
+
 unsigned parse_mask(const std::string& s) {
   unsigned mask = 0;
-  for (const std::string& item : config::split(s, ',')) {
-    if (item == "INIT")
-      mask |= Init;
-    else if (item == "NET")
-      mask |= Net;
-    else if (item == "SHM")
-      mask |= Shm;
-    else if (item == "COLL")
-      mask |= Coll;
-    else if (item == "TUNE")
-      mask |= Tune;
-    else if (item == "BOOT")
-      mask |= Boot;
-    else if (item == "ALL")
-      mask = All;
-  }
+  for (const std::string& item : config::split(s, ','))
+    for (const auto& [name, bit] : kSubsystems)
+      if (item == name) mask |= bit;
   return mask;
 }
 
 const char* subsys_name(Subsys s) {
-  switch (s) {
-    case Init:
-      return "INIT";
-    case Net:
-      return "NET";
-    case Shm:
-      return "SHM";
-    case Coll:
-      return "COLL";
-    case Tune:
-      return "TUNE";
-    case Boot:
-      return "BOOT";
-    default:
-      return "ALL";
-  }
+  for (const auto& [name, bit] : kSubsystems)
+    if (bit == s) return name;
+  return "ALL";
 }
 
 }  // namespace
@@ -92,6 +72,15 @@ void write(Level level, Subsys subsys, const std::string& message) {
       fmt::format("{}:{}:{} coral {} [{}] {}\n", host, getpid(), t_rank, lv, subsys_name(subsys), message);
   std::lock_guard<std::mutex> lock(mu);
   std::fputs(line.c_str(), stderr);
+}
+
+std::string subsystem_names() {
+  std::string out;
+  for (const auto& [name, bit] : kSubsystems) {
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out;
 }
 
 void set_thread_rank(int rank) { t_rank = rank; }

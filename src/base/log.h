@@ -14,6 +14,8 @@ void write(Level level, Subsys subsys, const std::string& message);
 // The rank shown in log lines of the calling thread (ranks can be threads in tests).
 void set_thread_rank(int rank);
 int thread_rank();
+// "INIT,NET,...,ALL": the subsystem names CORAL_DEBUG_SUBSYS takes.
+std::string subsystem_names();
 // Re-reads CORAL_DEBUG / CORAL_DEBUG_SUBSYS (tests change them).
 void reload();
 

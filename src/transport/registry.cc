@@ -66,14 +66,10 @@ std::vector<Transport*> registry() {
   return out;
 }
 
-namespace {
-
 std::vector<Transport*> device_transports() {
   static cuda_ipc::CudaIpcTransport ipc;
   return {&ipc};
 }
-
-}  // namespace
 
 LinkSet connect_all(const ConnectArgs& args, Memory memory, int min_in_flight) {
   const int nranks = static_cast<int>(args.peers->size());

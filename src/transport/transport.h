@@ -152,5 +152,7 @@ LinkSet connect_all(const ConnectArgs& args, Memory memory, int min_in_flight);
 std::vector<Transport*> registry();
 // Every transport this build has, whatever CORAL_TRANSPORT says.
 std::vector<Transport*> built_transports();
+// The transports of device buffers (cuda_ipc), tried for them alone.
+std::vector<Transport*> device_transports();
 
 }  // namespace coral::transport

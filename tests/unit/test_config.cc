@@ -5,6 +5,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/log.h"
 
 using namespace coral;
 
@@ -81,4 +82,8 @@ TEST_CASE("the docs' knob table lists every knob with its type and default") {
     CHECK(ss.str().find(std::string("| `") + k.name + "` | " + config::type_name(k.type) + " | " + k.default_value +
                         " |") != std::string::npos);
   }
+}
+
+TEST_CASE("the registry's subsystem words are the log's") {
+  CHECK(std::string(config::knob("CORAL_DEBUG_SUBSYS").choices) == log::subsystem_names());
 }

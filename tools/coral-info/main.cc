@@ -36,7 +36,8 @@ json features() {
   f["hwloc"] = coral::topology::have_hwloc();
   std::vector<std::string> transports;
   for (coral::transport::Transport* t : coral::transport::built_transports()) transports.push_back(t->name());
-  if (coral::gpu::built()) transports.push_back("cuda_ipc");
+  if (coral::gpu::built())
+    for (coral::transport::Transport* t : coral::transport::device_transports()) transports.push_back(t->name());
   f["transports"] = transports;
   auto has = [&](const char* name) {
     for (const std::string& t : transports)
