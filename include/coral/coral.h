@@ -49,7 +49,10 @@ typedef enum {
   coralFloat64 = 8,
   coralDouble = 8,
   coralBfloat16 = 9,
-  coralNumTypes = 10,
+  /* OCP fp8 (NCCL's values): reductions accumulate each step in fp32 and round once. */
+  coralFloat8e4m3 = 10,
+  coralFloat8e5m2 = 11,
+  coralNumTypes = 12,
   /* Keeps every int a valid value of the type (C++ callers), so bad values can be rejected. */
   coralMaxDataType = 0x7fffffff
 } coralDataType_t;
@@ -60,6 +63,7 @@ typedef enum {
   coralMax = 2,
   coralMin = 3,
   coralAvg = 4,
+  /* Ops from coralRedOpCreatePreMulSum are handles from coralNumOps up (as NCCL's dynamic ops). */
   coralNumOps = 5,
   /* Bitwise reductions of integer types (MPI's and PyTorch's BAND, BOR, BXOR; not in NCCL), set
    * apart from the range NCCL's dynamic ops (PreMulSum) start at. Float types: coralInvalidArgument. */
@@ -75,6 +79,8 @@ typedef struct {
 } coralUniqueId;
 
 typedef struct coralComm* coralComm_t;
+/* color for ranks of coralCommSplit that join no new communicator (as NCCL_SPLIT_NOCOLOR). */
+#define CORAL_SPLIT_NOCOLOR -1
 /* Handle of a non-blocking host-buffer operation (see coralIAllReduce). */
 typedef struct coralRequest* coralRequest_t;
 
@@ -112,6 +118,15 @@ CORAL_API coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, c
                                                 const coralConfig_t* config);
 /* Rank, size and rendezvous from the launcher: coral-run, Open MPI, MPICH/Hydra, Slurm, torchrun. */
 CORAL_API coralResult_t coralCommInitEnv(coralComm_t* comm);
+/* Collective over comm: ranks passing the same color form *newcomm, ranked by (key, rank in comm);
+ * color CORAL_SPLIT_NOCOLOR gives *newcomm = NULL. Reuses comm's rendezvous (no new unique id)
+ * and inherits its config. */
+CORAL_API coralResult_t coralCommSplit(coralComm_t comm, int color, int key, coralComm_t* newcomm);
+/* The ranks of comm but excludeRanks form *newcomm, renumbered densely in comm's order. Works on
+ * a communicator that failed because the excluded ranks died, whichever ranks they were.
+ * Survivors passing different lists get coralInvalidUsage naming the difference. */
+CORAL_API coralResult_t coralCommShrink(coralComm_t comm, const int* excludeRanks, int excludeCount,
+                                        coralComm_t* newcomm);
 /* Waits for this rank's outstanding operations, then frees the communicator. */
 CORAL_API coralResult_t coralCommDestroy(coralComm_t comm);
 /* Marks the communicator failed (peers' pending calls return coralRemoteError) and frees it. */
@@ -139,6 +154,45 @@ CORAL_API coralResult_t coralSend(const void* sendbuff, size_t count, coralDataT
 CORAL_API coralResult_t coralRecv(void* recvbuff, size_t count, coralDataType_t datatype, int peer, coralComm_t comm,
                                   void* stream);
 CORAL_API coralResult_t coralBarrier(coralComm_t comm);
+/* count elements per peer: block j of sendbuff goes to rank j, block j of recvbuff comes from it. */
+CORAL_API coralResult_t coralAllToAll(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                      coralComm_t comm, void* stream);
+/* Counts and displacements in elements, one per rank. */
+CORAL_API coralResult_t coralAllToAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                       void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                       coralDataType_t datatype, coralComm_t comm, void* stream);
+/* root's recvbuff gets count elements from every rank, in rank order. */
+CORAL_API coralResult_t coralGather(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                    int root, coralComm_t comm, void* stream);
+/* Rank j gets block j (count elements) of root's sendbuff. */
+CORAL_API coralResult_t coralScatter(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                     int root, coralComm_t comm, void* stream);
+/* Rank j's sendcount (== recvcounts[j]) elements land at recvbuff + displs[j] on every rank. */
+CORAL_API coralResult_t coralAllGatherv(const void* sendbuff, size_t sendcount, void* recvbuff,
+                                        const size_t* recvcounts, const size_t* displs, coralDataType_t datatype,
+                                        coralComm_t comm, void* stream);
+/* sendbuff holds the blocks of every rank back to back (recvcounts[j] elements for rank j); rank j
+ * gets the reduction of block j. */
+CORAL_API coralResult_t coralReduceScatterv(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                            coralDataType_t datatype, coralRedOp_t op, coralComm_t comm,
+                                            void* stream);
+
+/* Grouped calls, per thread and nestable (as NCCL's): calls between the outermost start and end
+ * are deferred and run together at coralGroupEnd. Send/recv pairs in a group progress together,
+ * whatever their order on each rank, and may name this rank itself. coralGroupEnd returns the
+ * first member's failure (coralGetLastError names it). */
+CORAL_API coralResult_t coralGroupStart(void);
+CORAL_API coralResult_t coralGroupEnd(void);
+
+/* PreMulSum (as NCCL's): every input is multiplied by *scalar before the sum. */
+typedef enum {
+  coralScalarDevice = 0,        /* scalar points to device memory, read when each call runs */
+  coralScalarHostImmediate = 1, /* scalar points to host memory, read now */
+  coralMaxScalarResidence = 0x7fffffff /* as coralMaxDataType */
+} coralScalarResidence_t;
+CORAL_API coralResult_t coralRedOpCreatePreMulSum(coralRedOp_t* op, void* scalar, coralDataType_t datatype,
+                                                  coralScalarResidence_t residence, coralComm_t comm);
+CORAL_API coralResult_t coralRedOpDestroy(coralRedOp_t op, coralComm_t comm);
 
 /* Non-blocking forms for host buffers. Operations run on the communicator's progress thread in
  * issue order (blocking calls made meanwhile queue behind them) and overlap the caller's work.
@@ -156,6 +210,28 @@ CORAL_API coralResult_t coralIBroadcast(const void* sendbuff, void* recvbuff, si
 CORAL_API coralResult_t coralIReduce(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
                                      coralRedOp_t op, int root, coralComm_t comm, coralRequest_t* request);
 CORAL_API coralResult_t coralIBarrier(coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIAllToAll(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                       coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIAllToAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                        void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                        coralDataType_t datatype, coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIGather(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                     int root, coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIScatter(const void* sendbuff, void* recvbuff, size_t count, coralDataType_t datatype,
+                                      int root, coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIAllGatherv(const void* sendbuff, size_t sendcount, void* recvbuff,
+                                         const size_t* recvcounts, const size_t* displs, coralDataType_t datatype,
+                                         coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIReduceScatterv(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                             coralDataType_t datatype, coralRedOp_t op, coralComm_t comm,
+                                             coralRequest_t* request);
+/* Point-to-point sends and receives progress together, whatever their order: a rank may post
+ * its send before the matching receive of its peer (as MPI_Isend/MPI_Irecv). They stay ordered
+ * with the communicator's other operations. A send/receive to this rank itself is valid. */
+CORAL_API coralResult_t coralISend(const void* sendbuff, size_t count, coralDataType_t datatype, int peer,
+                                   coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIRecv(void* recvbuff, size_t count, coralDataType_t datatype, int peer,
+                                   coralComm_t comm, coralRequest_t* request);
 /* *done = 1 and the request is freed (its result returned) once complete; else *done = 0. */
 CORAL_API coralResult_t coralTest(coralRequest_t request, int* done);
 /* Blocks until complete, returns the operation's result and frees the request. */
@@ -170,7 +246,10 @@ typedef enum {
   coralCollAllGather = 2,
   coralCollBroadcast = 3,
   coralCollReduce = 4,
-  coralNumCollectives = 5,
+  coralCollAllToAll = 5,
+  coralCollGather = 6,
+  coralCollScatter = 7,
+  coralNumCollectives = 8,
   coralMaxCollective = 0x7fffffff /* as coralMaxDataType */
 } coralCollective_t;
 

@@ -24,6 +24,18 @@ const char* coll_name(Coll c) {
       return "send";
     case Coll::Recv:
       return "recv";
+    case Coll::AllToAll:
+      return "alltoall";
+    case Coll::AllToAllv:
+      return "alltoallv";
+    case Coll::Gather:
+      return "gather";
+    case Coll::Scatter:
+      return "scatter";
+    case Coll::AllGatherv:
+      return "allgatherv";
+    case Coll::ReduceScatterv:
+      return "reducescatterv";
   }
   return "?";
 }

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,22 @@ namespace coral::collectives {
 
 constexpr int kMinInFlight = 2;
 
-enum class Coll : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, Barrier, Send, Recv };
+enum class Coll : uint8_t {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Broadcast,
+  Reduce,
+  Barrier,
+  Send,
+  Recv,
+  AllToAll,
+  AllToAllv,
+  Gather,
+  Scatter,
+  AllGatherv,
+  ReduceScatterv,
+};
 const char* coll_name(Coll c);
 
 enum class Buf : uint8_t { None, Send, Recv, Scratch };
@@ -88,9 +104,22 @@ inline Step reduce(Ref src, Ref src2, Ref dst, size_t n) {
 // dst <- dst / nranks (the end of coralAvg).
 inline Step scale(Ref dst, size_t n) { return {.kind = OpKind::Scale, .dst = dst, .count = n}; }
 
+// The per-rank counts and displacements (elements) of the v-collectives:
+// - AllToAllv: this rank's sendcounts/sdispls (send_*) and recvcounts/rdispls (recv_*), P each;
+//   they differ between ranks.
+// - AllGatherv: recv_counts and recv_displs, P each, the same on every rank.
+// - ReduceScatterv: recv_counts, P, the same on every rank (block j of the send buffer starts at
+//   the sum of recv_counts[0..j)).
+struct VCounts {
+  std::vector<size_t> send_counts, send_displs, recv_counts, recv_displs;
+};
+
 struct CollArgs {
   Coll coll = Coll::AllReduce;
-  size_t count = 0;  // AR/bcast/reduce: count; RS: recvcount; AG: sendcount; send/recv: count
+  // AR/bcast/reduce: count; RS: recvcount; AG: sendcount; send/recv: count; all-to-all, gather,
+  // scatter: count per rank; v-collectives: this rank's own count (AGv: sendcount, RSv: recvcount,
+  // AAv: the sum of its recvcounts).
+  size_t count = 0;
   coralDataType_t dtype = coralFloat32;
   coralRedOp_t op = coralSum;
   int root = 0;  // or the peer of send/recv
@@ -100,6 +129,10 @@ struct CollArgs {
   // Host index of every rank (hierarchical algorithms); nullptr means one host. Owned by the
   // caller and fixed for a communicator's life.
   const std::vector<int>* hosts = nullptr;
+  std::shared_ptr<const VCounts> v;  // v-collectives only
+  // sendbuff == recvbuff (for gather/scatter: the root's block aliases, as MPI_IN_PLACE). Only
+  // collectives whose schedule must differ read it (in-place all-to-all needs scratch).
+  bool in_place = false;
 };
 
 struct Schedule {

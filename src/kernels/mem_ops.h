@@ -18,6 +18,9 @@ class MemOps {
   virtual void reduce_many(void* dst, const void* const* srcs, int k, size_t n) = 0;
   static constexpr int kMaxSources = 8;
   virtual void scale(void* dst, size_t n, int divisor) = 0;
+  // dst = src * scalar (PreMulSum), the scalar one value of the call's type: in device memory,
+  // read when the kernel runs, or with device_scalar false in host memory, read at this call.
+  virtual void premul(void* dst, const void* src, size_t n, const void* scalar, bool device_scalar) = 0;
   // Everything issued so far is complete and visible to peers.
   virtual void fence() = 0;
 };

@@ -28,12 +28,17 @@ using ReduceManyFn = void (*)(void* dst, const void* const* srcs, int k, size_t 
 // dst[i] = src[i] / divisor (integer types divide, truncating); dst may be src.
 using ScaleFn = void (*)(void* dst, const void* src, size_t n, int divisor);
 
+// dst[i] = src[i] * *scalar, with scalar one value of the type (PreMulSum's pre-scaling); dst may
+// be src. 16-bit and fp8 types multiply in fp32 and round once.
+using PremulFn = void (*)(void* dst, const void* src, size_t n, const void* scalar);
+
 struct Table {
   const char* name;
   // Indexed by op_slot(op); null where the op does not take the type.
   ReduceFn reduce[coralNumTypes][kOpSlots];
   ReduceManyFn reduce_many[coralNumTypes][kOpSlots];
   ScaleFn scale[coralNumTypes];
+  PremulFn premul[coralNumTypes];
 };
 
 enum class Isa { Scalar, Avx2, Avx512 };
