@@ -1,6 +1,6 @@
-// Inputs whose reductions are exact in every dtype (bf16 included), so the expected result is
-// known whatever the reduction order: small integers built from rank and index (nccl-tests'
-// idea). Values repeat with period kPeriod in the index, which keeps computing the expected
+// Inputs whose reductions are exact in every dtype (bf16 and fp8 included), so the expected
+// result is known whatever the reduction order: small integers built from rank and index
+// (nccl-tests' idea). Values repeat with period kPeriod in the index, which keeps computing the expected
 // values cheap for large buffers. Shared by coral-bench's -c check and the test suite.
 #pragma once
 #include <coral/coral.h>
@@ -19,6 +19,8 @@ inline size_t size_of(coralDataType_t t) {
   switch (t) {
     case coralInt8:
     case coralUint8:
+    case coralFloat8e4m3:
+    case coralFloat8e5m2:
       return 1;
     case coralFloat16:
     case coralBfloat16:
@@ -32,6 +34,8 @@ inline size_t size_of(coralDataType_t t) {
   }
 }
 
+inline bool is_fp8(coralDataType_t t) { return t == coralFloat8e4m3 || t == coralFloat8e5m2; }
+
 inline int64_t value(int rank, size_t index, coralRedOp_t op) {
   // Bitwise ops: 7 varied bits, so and, or and xor over ranks each keep some and clear some.
   if (op == coralBand || op == coralBor || op == coralBxor)
@@ -41,6 +45,20 @@ inline int64_t value(int rank, size_t index, coralRedOp_t op) {
   return static_cast<int64_t>(rank + 1) * static_cast<int64_t>(index % 5 + 1) - 3;
 }
 
+// As a double of type t. fp8 holds every integer only up to 16 (e4m3) or 8 (e5m2), so its sums
+// (and the copies of all-gather and broadcast, which use sum's values) take -1, 0 or 1 times a
+// power of two that depends on the index alone. The sign patterns differ between ranks 0-8, and
+// at any index at most 6 of 16 ranks share a sign, so every partial sum stays within 8 of them.
+// Products (1 and 2), max and min (-5..5) are exact as they are.
+inline double value(int rank, size_t index, coralRedOp_t op, coralDataType_t t) {
+  if (is_fp8(t) && (op == coralSum || op == coralAvg)) {
+    static const double scale[] = {0.5, 1, 2, 4};
+    const int sign = static_cast<int>((index * ((rank + 1) % 3) + rank / 3) % 3) - 1;
+    return sign * scale[index / 3 % 4];
+  }
+  return static_cast<double>(value(rank, index, op));
+}
+
 // Typed scalar arithmetic with the library's documented semantics (integers wrap, avg = sum
 // then divide, halves computed in float and rounded once).
 struct Val {
@@ -48,12 +66,20 @@ struct Val {
   int64_t i = 0;  // integers, kept wrapped to the type
   double f = 0;   // floating types
 
-  bool is_float() const { return t == coralFloat16 || t == coralBfloat16 || t == coralFloat32 || t == coralFloat64; }
+  bool is_float() const {
+    return t == coralFloat16 || t == coralBfloat16 || t == coralFloat32 || t == coralFloat64 || is_fp8(t);
+  }
   static Val of(coralDataType_t t, int64_t v) {
     Val x{t};
     x.i = v;
     x.f = static_cast<double>(v);
     x.wrap();
+    return x;
+  }
+  // Element index of rank's input for op (floats may take non-integer values).
+  static Val input(coralDataType_t t, int rank, size_t index, coralRedOp_t op) {
+    Val x = of(t, value(rank, index, op));
+    x.f = value(rank, index, op, t);
     return x;
   }
   void wrap() {
@@ -121,6 +147,10 @@ struct Val {
       f = static_cast<float>(f) / static_cast<float>(p);
     else if (t == coralFloat16)
       f = coral::kernels::half_to_float(coral::kernels::float_to_half(static_cast<float>(f) / p));
+    else if (t == coralFloat8e4m3)
+      f = coral::kernels::fp8e4m3_to_float(coral::kernels::float_to_fp8e4m3(static_cast<float>(f) / p));
+    else if (t == coralFloat8e5m2)
+      f = coral::kernels::fp8e5m2_to_float(coral::kernels::float_to_fp8e5m2(static_cast<float>(f) / p));
     else
       f = coral::kernels::bf16_to_float(coral::kernels::float_to_bf16(static_cast<float>(f) / p));
   }
@@ -153,6 +183,12 @@ struct Val {
         std::memcpy(p, &v, 2);
         break;
       }
+      case coralFloat8e4m3:
+        *static_cast<uint8_t*>(p) = float_to_fp8e4m3(static_cast<float>(f));
+        break;
+      case coralFloat8e5m2:
+        *static_cast<uint8_t*>(p) = float_to_fp8e5m2(static_cast<float>(f));
+        break;
       case coralFloat32: {
         float v = static_cast<float>(f);
         std::memcpy(p, &v, 4);
@@ -171,7 +207,7 @@ inline void fill(std::vector<uint8_t>& buf, int rank, size_t n, coralDataType_t 
   const size_t es = size_of(t);
   buf.resize(n * es);
   uint8_t pattern[kPeriod * 8];
-  for (size_t k = 0; k < kPeriod; ++k) Val::of(t, value(rank, k + seed, op)).store(pattern + k * es);
+  for (size_t k = 0; k < kPeriod; ++k) Val::input(t, rank, k + seed, op).store(pattern + k * es);
   for (size_t i = 0; i < n; ++i) std::memcpy(buf.data() + i * es, pattern + (i % kPeriod) * es, es);
 }
 
@@ -180,8 +216,8 @@ inline std::vector<uint8_t> reduced_table(int p, coralDataType_t t, coralRedOp_t
   const size_t es = size_of(t);
   std::vector<uint8_t> tab(kPeriod * es);
   for (size_t k = 0; k < kPeriod; ++k) {
-    Val acc = Val::of(t, value(0, k + seed, op));
-    for (int r = 1; r < p; ++r) acc = acc.combine(Val::of(t, value(r, k + seed, op)), op);
+    Val acc = Val::input(t, 0, k + seed, op);
+    for (int r = 1; r < p; ++r) acc = acc.combine(Val::input(t, r, k + seed, op), op);
     if (op == coralAvg && p > 1) acc.average(p);  // sums are exact, so no rounding before it
     acc.store(tab.data() + k * es);
   }
@@ -213,10 +249,10 @@ inline size_t count_wrong(Coll coll, int rank, int p, coralDataType_t t, coralRe
         std::memcpy(want, &tab[((rank * n + j) % kPeriod) * es], es);
         break;
       case Coll::AllGather:
-        Val::of(t, value(static_cast<int>(j / n), j % n + seed, coralSum)).store(want);
+        Val::input(t, static_cast<int>(j / n), j % n + seed, coralSum).store(want);
         break;
       case Coll::Broadcast:
-        Val::of(t, value(root, j + seed, coralSum)).store(want);
+        Val::input(t, root, j + seed, coralSum).store(want);
         break;
     }
     wrong += std::memcmp(want, g + j * es, es) != 0;

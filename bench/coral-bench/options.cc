@@ -13,7 +13,9 @@ namespace bench {
 
 namespace {
 
-const char* kTypes[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16"};
+const char* kTypes[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                        "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+static_assert(std::size(kTypes) == coralNumTypes);
 const char* kOps[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor"};
 const coralRedOp_t kOpValues[] = {coralSum, coralProd, coralMax, coralMin, coralAvg, coralBand, coralBor, coralBxor};
 
@@ -43,7 +45,8 @@ std::vector<coralDataType_t> parse_types(const std::string& v) {
     if (v == kTypes[t]) return {static_cast<coralDataType_t>(t)};
   for (auto& [name, t] : aliases)
     if (v == name) return {t};
-  bad("-d '" + v + "' is not a datatype (int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all)");
+  bad("-d '" + v +
+      "' is not a datatype (int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2 all)");
 }
 
 std::vector<coralRedOp_t> parse_ops(const std::string& v) {

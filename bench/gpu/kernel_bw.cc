@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   std::printf("buffer %zu bytes, %d iterations\n", bytes, iters);
   std::printf("%-26s %9.3f ms %8.1f GB/s (read + write)\n", "cudaMemcpy D2D", copy_ms, copy_gbs);
   int rc = 0;
-  for (coralDataType_t t : {coralFloat32, coralBfloat16, coralFloat16, coralFloat64, coralInt32}) {
+  for (coralDataType_t t : {coralFloat32, coralBfloat16, coralFloat16, coralFloat64, coralInt32, coralFloat8e4m3}) {
     coral::kernels::cuda::ReduceArgs r;
     r.src[0] = a;
     r.src[1] = b;

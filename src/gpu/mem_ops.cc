@@ -64,6 +64,22 @@ void CudaMemOps::scale(void* dst, size_t n, int divisor) {
 #endif
 }
 
+void CudaMemOps::premul(void* dst, const void* src, size_t n, const void* scalar, bool device_scalar) {
+  if (!n) return;
+  if (emu::enabled()) {
+    // The stand-in GPU's memory is host memory: a device scalar is read like a host one.
+    kernels::active().premul[dtype_](dst, src, n, scalar);
+    return;
+  }
+#if CORAL_HAVE_CUDA
+  check(kernels::cuda::premul(dtype_, dst, src, n, scalar, device_scalar, stream_), "premul kernel launch");
+  pending_ = true;
+#else
+  (void)dst, (void)src, (void)scalar, (void)device_scalar;
+  check(1, "premul kernel (no CUDA in this build)");
+#endif
+}
+
 void CudaMemOps::fence() {
   if (!pending_) return;
   Stream::sync_raw(stream_);

@@ -14,6 +14,7 @@ class CudaMemOps : public kernels::MemOps {
   void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n) override;
   void reduce_many(void* dst, const void* const* srcs, int k, size_t n) override;
   void scale(void* dst, size_t n, int divisor) override;
+  void premul(void* dst, const void* src, size_t n, const void* scalar, bool device_scalar) override;
   void fence() override;
 
  private:

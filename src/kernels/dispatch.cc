@@ -27,6 +27,8 @@ size_t dtype_size(coralDataType_t t) {
   switch (t) {
     case coralInt8:
     case coralUint8:
+    case coralFloat8e4m3:
+    case coralFloat8e5m2:
       return 1;
     case coralFloat16:
     case coralBfloat16:
@@ -45,8 +47,9 @@ size_t dtype_size(coralDataType_t t) {
 }
 
 const char* dtype_name(coralDataType_t t) {
-  static const char* names[] = {"int8",   "uint8", "int32", "uint32", "int64",
-                                "uint64", "half",  "float", "double", "bfloat16"};
+  static const char* names[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                                "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  static_assert(std::size(names) == coralNumTypes);
   return valid_dtype(t) ? names[t] : "invalid";
 }
 
@@ -65,7 +68,8 @@ int op_slot(int op) {
 bool valid_op(int op) { return op_slot(op) >= 0; }
 bool bitwise(coralRedOp_t op) { return op >= coralBand && op <= coralBxor; }
 bool is_float(coralDataType_t t) {
-  return t == coralFloat16 || t == coralBfloat16 || t == coralFloat32 || t == coralFloat64;
+  return t == coralFloat16 || t == coralBfloat16 || t == coralFloat32 || t == coralFloat64 || t == coralFloat8e4m3 ||
+         t == coralFloat8e5m2;
 }
 bool op_fits(coralDataType_t t, coralRedOp_t op) {
   return valid_dtype(t) && valid_op(op) && !(bitwise(op) && is_float(t));

@@ -2,9 +2,12 @@
 // sources, 1 or 2 destinations, sizes around the vector width, and pointers aligned, offset
 // alike, offset differently and not element-aligned. Inputs are small integers (and powers of
 // two for products) so every partial result is exact in every type, and the fp32 accumulation
-// of half types rounds to the same bits as the CPU's pairwise folds. Exits 77 without a GPU.
+// of half and fp8 types rounds to the same bits as the CPU's pairwise folds. fp8 also runs every
+// pair of codes through one step, and every code through scale and premul (rounding, saturation,
+// NaN, subnormals: the device's conversions against the CPU's). Exits 77 without a GPU.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,16 +34,20 @@ int cases = 0;
     }                                                                                            \
   } while (0)
 
+bool is_fp8(coralDataType_t t) { return t == coralFloat8e4m3 || t == coralFloat8e5m2; }
+
 // Value of source k, element i, as a double that every dtype holds exactly.
 double value(coralRedOp_t op, coralDataType_t t, int k, size_t i) {
   const bool is_unsigned = t == coralUint8 || t == coralUint32 || t == coralUint64;
   if (op == coralProd) {
+    // Each element's sources alternate between two of these: products of 8 stay within 2^+-4.
     static const double signed_v[] = {1, 2, -1, 0.5, 1, -2};
     static const double unsigned_v[] = {1, 2, 1, 1, 2, 1};
-    const bool integer = t != coralFloat16 && t != coralFloat32 && t != coralFloat64 && t != coralBfloat16;
     double v = (is_unsigned ? unsigned_v : signed_v)[(i * 7 + k * 3) % 6];
-    return integer && v == 0.5 ? 1 : v;
+    return !is_float(t) && v == 0.5 ? 1 : v;
   }
+  // fp8 holds every integer only up to 16 (e4m3) or 8 (e5m2): sums of 8 values in -1..1 stay exact.
+  if (is_fp8(t) && (op == coralSum || op == coralAvg)) return static_cast<int>((i * 13 + k * 29) % 3) - 1;
   int v = static_cast<int>((i * 13 + k * 29) % 17);
   return is_unsigned ? v : v - 8;
 }
@@ -96,6 +103,12 @@ void store(coralDataType_t t, void* p, size_t i, double v) {
       std::memcpy(b + 2 * i, &x, 2);
       break;
     }
+    case coralFloat8e4m3:
+      b[i] = static_cast<char>(float_to_fp8e4m3(static_cast<float>(v)));
+      break;
+    case coralFloat8e5m2:
+      b[i] = static_cast<char>(float_to_fp8e5m2(static_cast<float>(v)));
+      break;
     default:
       break;
   }
@@ -152,7 +165,12 @@ void check_reduce(const Table& ref, coralDataType_t t, coralRedOp_t op, int nsrc
 void check_scale(const Table& ref, coralDataType_t t, size_t n, int divisor, size_t off) {
   const size_t es = dtype_size(t), bytes = n * es;
   std::vector<char> in(bytes + 1), expect(bytes + 1), got(bytes + 1);
-  for (size_t i = 0; i < n; ++i) store(t, in.data(), i, value(coralSum, t, 1, i) * 3);
+  for (size_t i = 0; i < n; ++i) {
+    if (is_fp8(t))
+      in[i] = static_cast<char>(i * 37);  // every code, NaNs and (e5m2) infinities included
+    else
+      store(t, in.data(), i, value(coralSum, t, 1, i) * 3);
+  }
   ref.scale[t](expect.data(), in.data(), n, divisor);
   DevBuf d(bytes, off);
   CUDA_OK(cudaMemcpy(d.p, in.data(), bytes, cudaMemcpyHostToDevice));
@@ -170,6 +188,82 @@ void check_scale(const Table& ref, coralDataType_t t, size_t n, int divisor, siz
     std::fprintf(stderr, "FAIL scale %s n=%zu /%d offset %zu: element %zu in %llx expected %llx got %llx\n",
                  dtype_name(t), n, divisor, off, i, hex(in), hex(expect), hex(got));
   }
+}
+
+// The element where got and expect first differ, for the message.
+size_t first_diff(const char* got, const char* expect, size_t n, size_t es) {
+  size_t i = 0;
+  while (i < n && std::memcmp(got + i * es, expect + i * es, es) == 0) ++i;
+  return i;
+}
+
+uint64_t element(const char* p, size_t i, size_t es) {
+  uint64_t x = 0;
+  std::memcpy(&x, p + i * es, es);
+  return x;
+}
+
+// dst = src * scalar, the scalar in device memory or passed from the host; in place or not.
+void check_premul(const Table& ref, coralDataType_t t, size_t n, const char* scalar, bool device_scalar, bool in_place,
+                  size_t off) {
+  const size_t es = dtype_size(t), bytes = n * es;
+  std::vector<char> in(bytes + 1), expect(bytes + 1), got(bytes + 1);
+  for (size_t i = 0; i < n; ++i) {
+    if (is_fp8(t))
+      in[i] = static_cast<char>(i * 37);
+    else
+      store(t, in.data(), i, value(coralSum, t, 1, i) * 3);
+  }
+  ref.premul[t](expect.data(), in.data(), n, scalar);
+  DevBuf s(bytes, off), d(bytes + 1, off), sc(es, 1);  // the device scalar is not even aligned
+  CUDA_OK(cudaMemcpy(s.p, in.data(), bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(d.p, 0x5a, bytes + 1));
+  CUDA_OK(cudaMemcpy(sc.p, scalar, es, cudaMemcpyHostToDevice));
+  char* dst = in_place ? s.p : d.p;
+  CUDA_OK(
+      static_cast<cudaError_t>(cuda::premul(t, dst, s.p, n, device_scalar ? sc.p : scalar, device_scalar, nullptr)));
+  CUDA_OK(cudaMemcpy(got.data(), dst, in_place ? bytes : bytes + 1, cudaMemcpyDeviceToHost));
+  ++cases;
+  const bool guard_ok = in_place || static_cast<unsigned char>(got[bytes]) == 0x5a;
+  if ((std::memcmp(got.data(), expect.data(), bytes) != 0 || !guard_ok) && ++failures <= 20) {
+    const size_t i = std::min(first_diff(got.data(), expect.data(), n, es), n - 1);  // n - 1: the guard
+    std::fprintf(
+        stderr, "FAIL premul %s n=%zu scalar %llx (%s)%s offset %zu: element %zu in %llx expected %llx got %llx%s\n",
+        dtype_name(t), n, static_cast<unsigned long long>(element(scalar, 0, es)), device_scalar ? "device" : "host",
+        in_place ? " in place" : "", off, i, static_cast<unsigned long long>(element(in.data(), i, es)),
+        static_cast<unsigned long long>(element(expect.data(), i, es)),
+        static_cast<unsigned long long>(element(got.data(), i, es)), guard_ok ? "" : " (wrote past the end)");
+  }
+}
+
+// One step over every pair of fp8 codes: with two sources the device rounds exactly once, as
+// the CPU does, whatever the values (NaN, infinities, saturation, subnormals).
+void check_fp8_pairs(const Table& ref, coralDataType_t t, coralRedOp_t op) {
+  const size_t n = 65536;
+  std::vector<char> a(n), b(n), expect(n), got(n);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = static_cast<char>(i & 0xff);
+    b[i] = static_cast<char>(i >> 8);
+  }
+  ref.reduce[t][op_slot(op)](expect.data(), a.data(), b.data(), n);
+  DevBuf da(n, 0), db(n, 0), dd(n, 0);
+  CUDA_OK(cudaMemcpy(da.p, a.data(), n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(db.p, b.data(), n, cudaMemcpyHostToDevice));
+  cuda::ReduceArgs r;
+  r.src[0] = da.p;
+  r.src[1] = db.p;
+  r.nsrc = 2;
+  r.dst[0] = dd.p;
+  r.ndst = 1;
+  r.n = n;
+  CUDA_OK(static_cast<cudaError_t>(cuda::reduce(t, op, r, nullptr)));
+  CUDA_OK(cudaMemcpy(got.data(), dd.p, n, cudaMemcpyDeviceToHost));
+  ++cases;
+  for (size_t i = 0; i < n; ++i)
+    if (got[i] != expect[i] && ++failures <= 20)
+      std::fprintf(stderr, "FAIL fp8 pair %s %s: %02x op %02x expected %02x got %02x\n", dtype_name(t), op_name(op),
+                   static_cast<unsigned char>(a[i]), static_cast<unsigned char>(b[i]),
+                   static_cast<unsigned char>(expect[i]), static_cast<unsigned char>(got[i]));
 }
 
 void check_copy(size_t bytes, size_t off_src, size_t off_dst) {
@@ -227,6 +321,25 @@ int main() {
     for (int divisor : {1, 3, 8})
       for (size_t n : {size_t(1), size_t(1001), size_t(1) << 20})
         for (size_t off : {es, size_t(1)}) check_scale(ref, t, n, divisor, off);  // aligned, and not (es > 1)
+    // premul: integers by 100 (wrapping in the narrow types), floats by a few values; fp8 by
+    // every code (each against every code as input).
+    std::vector<std::vector<char>> scalars;
+    if (is_fp8(t)) {
+      for (int c = 0; c < 256; ++c) scalars.push_back({static_cast<char>(c)});
+      for (coralRedOp_t op : {coralSum, coralProd, coralMax, coralMin}) check_fp8_pairs(ref, t, op);
+    } else {
+      for (double v : is_float(t) ? std::vector<double>{3, -0.5, 1.0 / 3} : std::vector<double>{100, 3}) {
+        scalars.emplace_back(es);
+        store(t, scalars.back().data(), 0, v);
+      }
+    }
+    for (size_t si = 0; si < scalars.size(); ++si)
+      for (size_t n : {size_t(1), size_t(1001), size_t(1) << 20})
+        for (size_t off : {es, size_t(1)})
+          for (bool device_scalar : {true, false}) {
+            if (is_fp8(t) && n == (size_t(1) << 20) && si % 16) continue;  // keep 256 scalars quick
+            check_premul(ref, t, n, scalars[si].data(), device_scalar, (n + off + si) % 2 == 0, off);
+          }
   }
   for (size_t bytes : {1, 15, 16, 17, 4096, 1000003})
     for (size_t off : {0, 1, 8}) check_copy(bytes, off, (off * 5) % 16);

@@ -1,5 +1,7 @@
 // Every SIMD table against the scalar reference, every dtype x op, odd lengths, misaligned
 // pointers and aliasing; the scalar reference against closed forms.
+#include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -74,6 +76,106 @@ TEST_CASE("half conversions round to nearest even and round-trip every binary16 
   CHECK(float_to_bf16(1.0f + 3.0f / 256) == 0x3f82);
 }
 
+namespace {
+
+// The correctly rounded fp8 value by brute force over every finite code: the nearest to |x|
+// (past the largest finite value: that value), ties to the even code; then x's sign. NaN: 0x7f.
+template <class F>
+uint8_t nearest_fp8(float x) {
+  if (std::isnan(x)) return 0x7f;
+  const double ax = std::fabs(static_cast<double>(x));
+  int best = 0;
+  double best_d = INFINITY;
+  for (int c = 0; c < 0x80; ++c) {
+    const double v = F::decode(static_cast<uint8_t>(c));
+    if (!std::isfinite(v)) continue;
+    const double d = std::fabs(v - std::min(ax, static_cast<double>(std::bit_cast<float>(F::kMaxBits))));
+    if (d < best_d || (d == best_d && c % 2 == 0)) best = c, best_d = d;
+  }
+  return static_cast<uint8_t>(best | (std::signbit(x) ? 0x80 : 0));
+}
+
+template <class F>
+void check_fp8_format(uint32_t inf_code, int max_code) {
+  for (int c = 0; c < 256; ++c) {
+    INFO("code " << c);
+    const float v = F::decode(static_cast<uint8_t>(c));
+    if ((c & 0x7f) >= static_cast<int>(F::kNanFrom)) {
+      CHECK(std::isnan(v));
+      CHECK(F::encode(v) == 0x7f);
+    } else if ((c & 0x7f) == static_cast<int>(inf_code)) {
+      CHECK(std::isinf(v));
+      CHECK(F::encode(v) == (max_code | (c & 0x80)));  // saturates
+    } else {
+      CHECK(std::isfinite(v));
+      CHECK(std::signbit(v) == (c >= 0x80));
+      CHECK(F::encode(v) == c);  // every finite code round-trips through fp32
+    }
+  }
+  // Every float neighbourhood of an fp8 value or midpoint, and a sweep over all exponents.
+  std::vector<float> xs;
+  for (int c = 0; c < 0x80; ++c) {
+    const float v = F::decode(static_cast<uint8_t>(c)), w = F::decode(static_cast<uint8_t>(c + 1));
+    if (!std::isfinite(v)) continue;
+    for (float m : {v, std::isfinite(w) ? (v + w) / 2 : v * 1.0625f}) {
+      xs.push_back(m);
+      xs.push_back(std::nextafter(m, 0.0f));
+      xs.push_back(std::nextafter(m, INFINITY));
+    }
+  }
+  for (uint64_t u = 0; u < 0x80000000u; u += 40961) xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(u)));
+  for (float x : {INFINITY, NAN, 1e30f, 3e38f, 1e-30f, 1e-45f}) xs.push_back(x);
+  for (float x : xs) {
+    for (float y : {x, -x}) {
+      INFO("x = " << y << " (" << std::hex << std::bit_cast<uint32_t>(y) << ")");
+      REQUIRE(F::encode(y) == nearest_fp8<F>(y));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fp8 conversions round to nearest even and saturate; every code round-trips") {
+  check_fp8_format<Fp8E4M3>(0x100, 0x7e);
+  check_fp8_format<Fp8E5M2>(0x7c, 0x7b);
+  // e4m3 (FN): max 448, no infinities, NaN 0x7f/0xff.
+  CHECK(fp8e4m3_to_float(0x38) == 1.0f);
+  CHECK(fp8e4m3_to_float(0x7e) == 448.0f);
+  CHECK(fp8e4m3_to_float(0x08) == 0.015625f);     // smallest normal, 2^-6
+  CHECK(fp8e4m3_to_float(0x01) == 0.001953125f);  // smallest subnormal, 2^-9
+  CHECK(std::isnan(fp8e4m3_to_float(0xff)));
+  CHECK(float_to_fp8e4m3(1.0f + 1.0f / 16) == 0x38);  // tie -> even (down)
+  CHECK(float_to_fp8e4m3(std::nextafter(1.0f + 1.0f / 16, 2.0f)) == 0x39);
+  CHECK(float_to_fp8e4m3(1.0f + 3.0f / 16) == 0x3a);  // tie -> even (up)
+  CHECK(float_to_fp8e4m3(464.0f) == 0x7e);            // tie between 448 and 480 (NaN's slot)
+  CHECK(float_to_fp8e4m3(500.0f) == 0x7e);            // saturates
+  CHECK(float_to_fp8e4m3(INFINITY) == 0x7e);
+  CHECK(float_to_fp8e4m3(-INFINITY) == 0xfe);
+  CHECK(float_to_fp8e4m3(NAN) == 0x7f);
+  CHECK(float_to_fp8e4m3(-NAN) == 0x7f);           // NaNs lose their sign, as in cuda_fp8.h
+  CHECK(float_to_fp8e4m3(0.0009765625f) == 0x00);  // half the smallest subnormal: tie -> 0
+  CHECK(float_to_fp8e4m3(0.0029296875f) == 0x02);  // 1.5 subnormal steps: tie -> even
+  CHECK(float_to_fp8e4m3(-0.001953125f) == 0x81);
+  CHECK(float_to_fp8e4m3(0.015625f - 0.0009765625f) == 0x08);  // 7.5 steps: up to the smallest normal
+  CHECK(float_to_fp8e4m3(-0.0f) == 0x80);
+  CHECK(float_to_fp8e4m3(-1e-30f) == 0x80);
+  // e5m2: IEEE-like, max 57344, infinities 0x7c/0xfc, which saturate like any overflow.
+  CHECK(fp8e5m2_to_float(0x3c) == 1.0f);
+  CHECK(fp8e5m2_to_float(0x7b) == 57344.0f);
+  CHECK(fp8e5m2_to_float(0x01) == 1.52587890625e-05f);  // 2^-16
+  CHECK(fp8e5m2_to_float(0xfc) == -INFINITY);
+  CHECK(std::isnan(fp8e5m2_to_float(0x7d)));
+  CHECK(float_to_fp8e5m2(1.125f) == 0x3c);  // tie -> even (down)
+  CHECK(float_to_fp8e5m2(1.375f) == 0x3e);  // tie -> even (up)
+  CHECK(float_to_fp8e5m2(61440.0f) == 0x7b);
+  CHECK(float_to_fp8e5m2(INFINITY) == 0x7b);
+  CHECK(float_to_fp8e5m2(-INFINITY) == 0xfb);
+  CHECK(float_to_fp8e5m2(-NAN) == 0x7f);
+  CHECK(float_to_fp8e5m2(7.62939453125e-06f) == 0x00);   // 2^-17: tie -> 0
+  CHECK(float_to_fp8e5m2(2.288818359375e-05f) == 0x02);  // 1.5 steps: tie -> even
+  CHECK(float_to_fp8e5m2(-0.0f) == 0x80);
+}
+
 TEST_CASE("scalar reference matches closed forms") {
   const Table* s = table_for(Isa::Scalar);
   int8_t a[3] = {100, -128, 7}, b[3] = {100, -1, -8}, d[3];
@@ -95,6 +197,51 @@ TEST_CASE("scalar reference matches closed forms") {
   int32_t ia = -7, id;
   s->scale[coralInt32](&id, &ia, 1, 2);
   CHECK(id == -3);
+  // fp8: each step in fp32, rounded once, saturating.
+  uint8_t ea[3] = {float_to_fp8e4m3(300.0f), float_to_fp8e4m3(1.0f), float_to_fp8e4m3(-2.0f)};
+  uint8_t eb[3] = {float_to_fp8e4m3(300.0f), float_to_fp8e4m3(0.125f), float_to_fp8e4m3(NAN)};
+  uint8_t ed[3];
+  s->reduce[coralFloat8e4m3][coralSum](ed, ea, eb, 3);
+  CHECK((ed[0] == 0x7e && fp8e4m3_to_float(ed[1]) == 1.125f && ed[2] == 0x7f));
+  s->reduce[coralFloat8e4m3][coralMax](ed, ea, eb, 2);
+  CHECK((fp8e4m3_to_float(ed[0]) == 288.0f && fp8e4m3_to_float(ed[1]) == 1.0f));  // 300 rounds to 288
+  uint8_t fa = float_to_fp8e5m2(1.25f), fb = float_to_fp8e5m2(1.25f), fd;
+  s->reduce[coralFloat8e5m2][coralProd](&fd, &fa, &fb, 1);
+  CHECK(fp8e5m2_to_float(fd) == 1.5f);  // 1.5625 rounds to the nearer 1.5
+  uint8_t fs = float_to_fp8e5m2(12.0f);
+  s->scale[coralFloat8e5m2](&fd, &fs, 1, 8);
+  CHECK(fp8e5m2_to_float(fd) == 1.5f);
+  s->scale[coralFloat8e5m2](&fd, &fs, 1, 5);
+  CHECK(fp8e5m2_to_float(fd) == 2.5f);  // 2.4 to nearest
+}
+
+TEST_CASE("premul multiplies in the type (integers wrap) or in fp32 rounded once") {
+  const Table* s = table_for(Isa::Scalar);
+  int8_t ia[2] = {100, -3}, im = 3;
+  s->premul[coralInt8](ia, ia, 2, &im);  // in place
+  CHECK((ia[0] == static_cast<int8_t>(300 - 256) && ia[1] == -9));
+  uint64_t ua = ~uint64_t{0}, um = 2, ud;
+  s->premul[coralUint64](&ud, &ua, 1, &um);
+  CHECK(ud == ~uint64_t{1});
+  double da[2] = {1.5, -4}, dm = 0.25, dd[2];
+  s->premul[coralFloat64](dd, da, 2, &dm);
+  CHECK((dd[0] == 0.375 && dd[1] == -1));
+  uint16_t ha = float_to_half(1.5f), hm = float_to_half(3.0f), hd;
+  s->premul[coralFloat16](&hd, &ha, 1, &hm);
+  CHECK(half_to_float(hd) == 4.5f);
+  uint16_t ba = float_to_bf16(3.0f), bm = float_to_bf16(1.0f / 3), bd;
+  s->premul[coralBfloat16](&bd, &ba, 1, &bm);
+  CHECK(bd == float_to_bf16(3.0f * bf16_to_float(bm)));
+  uint8_t ea[3] = {float_to_fp8e4m3(3.0f), float_to_fp8e4m3(-0.5f), 0x7f}, em = float_to_fp8e4m3(200.0f), ed[3];
+  s->premul[coralFloat8e4m3](ed, ea, 3, &em);
+  CHECK((ed[0] == 0x7e && fp8e4m3_to_float(ed[1]) == -96.0f && ed[2] == 0x7f));  // 600 saturates
+  uint8_t fa[2] = {float_to_fp8e5m2(1.25f), 0xfc}, fm = float_to_fp8e5m2(1.25f), fnan = 0xff;
+  s->premul[coralFloat8e5m2](fa, fa, 2, &fm);
+  CHECK((fp8e5m2_to_float(fa[0]) == 1.5f && fa[1] == 0xfb));  // -inf saturates
+  s->premul[coralFloat8e5m2](fa, fa, 2, &fnan);
+  CHECK((fa[0] == 0x7f && fa[1] == 0x7f));
+  for (const Table* t : {table_for(Isa::Scalar), &active()})
+    for (int dt = 0; dt < coralNumTypes; ++dt) CHECK(t->premul[dt] != nullptr);
 }
 
 TEST_CASE("SIMD kernels equal the scalar reference bit for bit") {
@@ -129,6 +276,17 @@ TEST_CASE("SIMD kernels equal the scalar reference bit for bit") {
           ref->scale[dt](ws.data(), a.data() + misalign, n, 3);
           t->scale[dt](gs.data(), a.data() + misalign, n, 3);
           REQUIRE(std::memcmp(ws.data(), gs.data(), n * es) == 0);
+          // Pre-multiplied by a few of b's values (specials too), out of place and in place.
+          for (size_t j = 0; j < std::min<size_t>(n, 3); ++j) {
+            INFO(t->name << " " << dtype_name(type) << " premul n=" << n << " misalign=" << misalign << " j=" << j);
+            const uint8_t* scalar = b.data() + misalign + j * es;
+            ref->premul[dt](ws.data(), a.data() + misalign, n, scalar);
+            t->premul[dt](gs.data(), a.data() + misalign, n, scalar);
+            REQUIRE(std::memcmp(ws.data(), gs.data(), n * es) == 0);
+            std::vector<uint8_t> inplace(a);
+            t->premul[dt](inplace.data() + misalign, inplace.data() + misalign, n, scalar);
+            REQUIRE(std::memcmp(ws.data(), inplace.data() + misalign, n * es) == 0);
+          }
         }
       }
     }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/cpu/fp8_simd.h"
 #include "kernels/cpu/half.h"
 #include "kernels/reduce.h"
 #if defined(__F16C__) && defined(__AVX2__)
@@ -144,6 +145,59 @@ template <class Op>
   for (; i < n; ++i) st16(dst, i, float_to_half(Op::apply(half_to_float(ld16(a, i)), half_to_float(ld16(b, i)))));
 }
 
+// fp8 (F is Fp8E4M3 or Fp8E5M2) computes each step in float and rounds once, as CUDA does.
+#ifdef CORAL_FP8_LANES
+template <class Op>
+inline fp8v::VF vapply(fp8v::VF a, fp8v::VF b) {
+  if constexpr (std::is_same_v<Op, OpSum>)
+    return a + b;
+  else if constexpr (std::is_same_v<Op, OpProd>)
+    return a * b;
+  else if constexpr (std::is_same_v<Op, OpMax>)
+    return a > b ? a : b;  // the scalar form, so ties and NaNs pick the same operand
+  else
+    return a < b ? a : b;
+}
+#endif
+
+template <class F, class Op>
+[[gnu::noinline]] void reduce_fp8(void* dst, const void* a, const void* b, size_t n) {
+  auto* d = static_cast<uint8_t*>(dst);
+  auto* x = static_cast<const uint8_t*>(a);
+  auto* y = static_cast<const uint8_t*>(b);
+  size_t i = 0;
+#ifdef CORAL_FP8_LANES
+  // Exact aliasing only (dst == a or b): each block is read whole before it is written.
+  for (; i + fp8v::kLanes <= n; i += fp8v::kLanes)
+    fp8v::store<F>(d + i, vapply<Op>(fp8v::load<F>(x + i), fp8v::load<F>(y + i)));
+#endif
+  for (; i < n; ++i) d[i] = F::encode(Op::apply(F::decode(x[i]), F::decode(y[i])));
+}
+
+template <class F>
+void scale_fp8(void* dst, const void* src, size_t n, int divisor) {
+  auto* d = static_cast<uint8_t*>(dst);
+  auto* s = static_cast<const uint8_t*>(src);
+  const float div = static_cast<float>(divisor);
+  size_t i = 0;
+#ifdef CORAL_FP8_LANES
+  for (; i + fp8v::kLanes <= n; i += fp8v::kLanes) fp8v::store<F>(d + i, fp8v::load<F>(s + i) / div);
+#endif
+  for (; i < n; ++i) d[i] = F::encode(F::decode(s[i]) / div);
+}
+
+template <class F>
+void premul_fp8(void* dst, const void* src, size_t n, const void* scalar) {
+  auto* d = static_cast<uint8_t*>(dst);
+  auto* s = static_cast<const uint8_t*>(src);
+  const float m = F::decode(*static_cast<const uint8_t*>(scalar));
+  size_t i = 0;
+#ifdef CORAL_FP8_LANES
+  for (; i + fp8v::kLanes <= n; i += fp8v::kLanes) fp8v::store<F>(d + i, fp8v::load<F>(s + i) * m);
+#endif
+  for (; i < n; ++i) d[i] = F::encode(F::decode(s[i]) * m);
+}
+
 // dst = srcs[0] (op) srcs[1] (op) ... left to right, bit for bit the chain of pairwise
 // reductions, a block at a time: the block of dst stays in L1 across every source instead of
 // making one pass over dst per source. A source may be dst itself (an in-place fold's own
@@ -185,9 +239,37 @@ inline void scale_bf16(void* dst, const void* src, size_t n, int divisor) {
   for (size_t i = 0; i < n; ++i) st16(dst, i, float_to_bf16(bf16_to_float(ld16(src, i)) / div));
 }
 
+// PreMulSum's pre-scaling: integers multiply in their type (wrapping), floats in theirs.
+template <class T>
+void premul_native(void* dst, const void* src, size_t n, const void* scalar) {
+  const T m = ld<T>(scalar, 0);
+  for (size_t i = 0; i < n; ++i) st<T>(dst, i, Arith<T>::prod(ld<T>(src, i), m));
+}
+
+inline void premul_f16(void* dst, const void* src, size_t n, const void* scalar) {
+  const float m = half_to_float(ld16(scalar, 0));
+  size_t i = 0;
+#if defined(__F16C__) && defined(__AVX2__)
+  auto* d = static_cast<char*>(dst);
+  auto* x = static_cast<const char*>(src);
+  const __m256 vm = _mm256_set1_ps(m);
+  for (; i + 8 <= n; i += 8) {
+    __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 2 * i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * i),
+                     _mm256_cvtps_ph(_mm256_mul_ps(f, vm), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+#endif
+  for (; i < n; ++i) st16(dst, i, float_to_half(half_to_float(ld16(src, i)) * m));
+}
+
+inline void premul_bf16(void* dst, const void* src, size_t n, const void* scalar) {
+  const float m = bf16_to_float(ld16(scalar, 0));
+  for (size_t i = 0; i < n; ++i) st16(dst, i, float_to_bf16(bf16_to_float(ld16(src, i)) * m));
+}
+
 // One dtype's row: the pairwise kernel of each op and its multi-source form (avg reduces as sum).
 template <size_t Elem, ReduceFn Sum, ReduceFn Prod, ReduceFn Max, ReduceFn Min>
-void fill_ops(Table& t, coralDataType_t dt, ScaleFn scale) {
+void fill_ops(Table& t, coralDataType_t dt, ScaleFn scale, PremulFn premul) {
   t.reduce[dt][coralSum] = t.reduce[dt][coralAvg] = Sum;
   t.reduce[dt][coralProd] = Prod;
   t.reduce[dt][coralMax] = Max;
@@ -197,12 +279,13 @@ void fill_ops(Table& t, coralDataType_t dt, ScaleFn scale) {
   t.reduce_many[dt][coralMax] = reduce_many<Elem, Max>;
   t.reduce_many[dt][coralMin] = reduce_many<Elem, Min>;
   t.scale[dt] = scale;
+  t.premul[dt] = premul;
 }
 
 template <class T>
 void fill_native(Table& t, coralDataType_t dt) {
   fill_ops<sizeof(T), reduce_native<T, OpSum>, reduce_native<T, OpProd>, reduce_native<T, OpMax>,
-           reduce_native<T, OpMin>>(t, dt, scale_native<T>);
+           reduce_native<T, OpMin>>(t, dt, scale_native<T>, premul_native<T>);
   if constexpr (std::is_integral_v<T>) {
     const int band = op_slot(coralBand), bor = op_slot(coralBor), bxor = op_slot(coralBxor);
     t.reduce[dt][band] = reduce_native<T, OpBand>;
@@ -212,6 +295,12 @@ void fill_native(Table& t, coralDataType_t dt) {
     t.reduce_many[dt][bor] = reduce_many<sizeof(T), reduce_native<T, OpBor>>;
     t.reduce_many[dt][bxor] = reduce_many<sizeof(T), reduce_native<T, OpBxor>>;
   }
+}
+
+template <class F>
+void fill_fp8(Table& t, coralDataType_t dt) {
+  fill_ops<1, reduce_fp8<F, OpSum>, reduce_fp8<F, OpProd>, reduce_fp8<F, OpMax>, reduce_fp8<F, OpMin>>(
+      t, dt, scale_fp8<F>, premul_fp8<F>);
 }
 
 inline Table make_table() {
@@ -225,9 +314,12 @@ inline Table make_table() {
   fill_native<uint64_t>(t, coralUint64);
   fill_native<float>(t, coralFloat32);
   fill_native<double>(t, coralFloat64);
-  fill_ops<2, reduce_f16<OpSum>, reduce_f16<OpProd>, reduce_f16<OpMax>, reduce_f16<OpMin>>(t, coralFloat16, scale_f16);
+  fill_ops<2, reduce_f16<OpSum>, reduce_f16<OpProd>, reduce_f16<OpMax>, reduce_f16<OpMin>>(t, coralFloat16, scale_f16,
+                                                                                           premul_f16);
   fill_ops<2, reduce_bf16<OpSum>, reduce_bf16<OpProd>, reduce_bf16<OpMax>, reduce_bf16<OpMin>>(t, coralBfloat16,
-                                                                                               scale_bf16);
+                                                                                               scale_bf16, premul_bf16);
+  fill_fp8<Fp8E4M3>(t, coralFloat8e4m3);
+  fill_fp8<Fp8E5M2>(t, coralFloat8e5m2);
   return t;
 }
 

@@ -1,5 +1,5 @@
 // Entry points of the CUDA kernels: op dispatch, the scale kernel that ends coralAvg, and the
-// multi-destination copy.
+// multi-destination copy (PreMulSum's premul is in premul.cu).
 #include <initializer_list>
 
 #include "kernels/cuda/reduce.cuh"
@@ -52,8 +52,8 @@ __global__ void wait_kernel(const volatile uint64_t* flag, uint64_t value) {
 }  // namespace detail
 
 int preload() {
-  for (int (*f)() :
-       {detail::preload_sum, detail::preload_prod, detail::preload_max, detail::preload_min, detail::preload_bitwise})
+  for (int (*f)() : {detail::preload_sum, detail::preload_prod, detail::preload_max, detail::preload_min,
+                     detail::preload_bitwise, detail::preload_premul})
     if (int e = f()) return e;
   cudaError_t e = cudaSuccess;
   detail::for_each_type([&](auto t) {
@@ -118,6 +118,10 @@ int scale(coralDataType_t t, void* dst, const void* src, size_t n, int divisor, 
       return detail::launch_scale<double>(dst, src, n, divisor, s);
     case coralBfloat16:
       return detail::launch_scale<__nv_bfloat16>(dst, src, n, divisor, s);
+    case coralFloat8e4m3:
+      return detail::launch_scale<__nv_fp8_e4m3>(dst, src, n, divisor, s);
+    case coralFloat8e5m2:
+      return detail::launch_scale<__nv_fp8_e5m2>(dst, src, n, divisor, s);
     default:
       return static_cast<int>(cudaErrorInvalidValue);
   }

@@ -23,11 +23,17 @@ struct ReduceArgs {
   size_t n = 0;  // elements
 };
 
-// dst[j][i] = src[0][i] op ... op src[nsrc-1][i]. Half and bfloat16 accumulate in fp32 and round
-// once. coralAvg sums (scale() divides at the end). Outputs may alias inputs exactly.
+// dst[j][i] = src[0][i] op ... op src[nsrc-1][i]. Half, bfloat16 and fp8 accumulate in fp32 and
+// round once. coralAvg sums (scale() divides at the end). Outputs may alias inputs exactly.
 int reduce(coralDataType_t t, coralRedOp_t op, const ReduceArgs& a, void* stream);
 // dst[i] = src[i] / divisor (integers truncate).
 int scale(coralDataType_t t, void* dst, const void* src, size_t n, int divisor, void* stream);
+// dst[i] = src[i] * scalar (PreMulSum's pre-scaling; dst may be src), scalar one value of type t:
+// in device memory, read when the kernel runs (device_scalar), or in host memory, read now (its
+// bytes travel in the kernel's arguments). Half and fp8 types multiply in fp32 and round once;
+// integers wrap.
+int premul(coralDataType_t t, void* dst, const void* src, size_t n, const void* scalar, bool device_scalar,
+           void* stream);
 // dst[i] = src[i] for every dst (a multi-destination copy: one read, up to kMaxDsts writes).
 int copy(const ReduceArgs& a, size_t bytes, void* stream);
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -34,6 +35,25 @@ struct Acc<__nv_bfloat16> {
   __device__ static float in(__nv_bfloat16 v) { return __bfloat162float(v); }
   __device__ static __nv_bfloat16 out(float a) { return __float2bfloat16_rn(a); }
 };
+
+// fp8 too, rounding as the CPU's Fp8Format::encode (kernels/cpu/half.h): to nearest even,
+// saturating to the largest finite value (infinities too), NaN to NaN.
+template <class T, __nv_fp8_interpretation_t Kind>
+struct Fp8Acc {
+  using type = float;
+  __device__ static float in(T v) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(v.__x, Kind))); }
+  __device__ static T out(float a) {
+    T r;
+    // Every NaN to 0x7f, as the CPU and cuda_fp8.hpp's software path do: the sm_89+ cvt
+    // instruction's NaN encoding is not documented.
+    r.__x = isnan(a) ? static_cast<__nv_fp8_storage_t>(0x7f) : __nv_cvt_float_to_fp8(a, __NV_SATFINITE, Kind);
+    return r;
+  }
+};
+template <>
+struct Acc<__nv_fp8_e4m3> : Fp8Acc<__nv_fp8_e4m3, __NV_E4M3> {};
+template <>
+struct Acc<__nv_fp8_e5m2> : Fp8Acc<__nv_fp8_e5m2, __NV_E5M2> {};
 
 // Integers wrap through unsigned arithmetic, as on the CPU.
 struct Sum {
@@ -257,6 +277,10 @@ int launch_op(coralDataType_t t, const ReduceArgs& r, cudaStream_t s) {
       return launch<double, Op>(r, s);
     case coralBfloat16:
       return launch<__nv_bfloat16, Op>(r, s);
+    case coralFloat8e4m3:
+      return launch<__nv_fp8_e4m3, Op>(r, s);
+    case coralFloat8e5m2:
+      return launch<__nv_fp8_e5m2, Op>(r, s);
     default:
       return launch_int_op<Op>(t, r, s);
   }
@@ -275,6 +299,8 @@ void for_each_type(F&& f) {
   f(std::type_identity<float>{});
   f(std::type_identity<double>{});
   f(std::type_identity<__nv_bfloat16>{});
+  f(std::type_identity<__nv_fp8_e4m3>{});
+  f(std::type_identity<__nv_fp8_e5m2>{});
 }
 
 // Lazy loading (CUDA's default since 12.2) loads a kernel at its first launch, and loading
@@ -313,5 +339,6 @@ int preload_bitwise();
 int preload_prod();
 int preload_max();
 int preload_min();
+int preload_premul();
 
 }  // namespace coral::kernels::cuda::detail
