@@ -68,6 +68,19 @@ class Link {
   // The peer's next post (in place, valid until post_release), and its release.
   virtual Message post_peek(WaitMonitor& mon);
   virtual void post_release();
+
+  // Readiness probes, so that one thread can progress many sends and receives without blocking
+  // on any one of them. Neither ever blocks; both may make non-blocking progress (read credits
+  // or messages off the wire). Both also turn true once the link failed or a peer of its domain
+  // aborted, and stay true, so that the blocking call then reports it; a failure may take a few
+  // probes to show. A probe moves its own link first: a caller that probes should also call
+  // Domain::advance() of network domains (needs_polling) between passes, as blocking waits do
+  // through WaitMonitor::poll_others, for links it is not probing just then.
+  //
+  // True when send_acquire(bytes) (and send_direct of that size) would return without waiting.
+  virtual bool send_ready(size_t bytes) = 0;
+  // True when recv_peek would return without waiting: a whole message is in.
+  virtual bool recv_ready() = 0;
 };
 
 // What every rank publishes at bootstrap.

@@ -2,10 +2,12 @@
 #include <catch2/catch.hpp>
 
 #include <linux/sockios.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "base/socket.h"
@@ -330,4 +332,77 @@ TEST_CASE("a read takes one message and leaves the next ones in the kernel") {
   CHECK(got == std::vector<uint64_t>{100, 101, 102});
   // The first read found all three in the kernel (one segment) and took only the first.
   CHECK(queued == std::vector<int>{96, 48, 0});
+}
+
+TEST_CASE("recv_ready stays false while part of a message is still on the wire") {
+  // A fake rank 0 sends a data frame and half its payload. The probe reads that off the socket
+  // (the kernel's queue empties) yet must still say no; the other half makes it yes, and the
+  // message is whole. Both ways of doing I/O: inline (the probe reads) and helper threads.
+  for (const char* threads : {"0", "1"}) {
+    INFO("CORAL_SOCKET_NTHREADS=" << threads);
+    Env io("CORAL_SOCKET_NTHREADS", threads);
+    auto store = std::make_shared<bootstrap::MemStore>();
+    std::vector<transport::PeerInfo> peers = {{0, 1, "a"}, {1, 2, "b"}};
+    const std::string prefix = std::string("half") + threads;
+    std::atomic<bool> half{false}, checked{false};
+    std::string err;
+    constexpr uint32_t kBytes = 8192;
+    // Bounded waits: a failure on one side must not leave the other waiting for ever.
+    auto until = [](auto done) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!done()) {
+        if (std::chrono::steady_clock::now() > give_up) return false;
+        sched_yield();
+      }
+      return true;
+    };
+    std::thread rank1([&] {
+      try {
+        auto d = real_rank1(*store, prefix, peers);
+        Monitor mon(d.get(), 10);
+        auto* link = dynamic_cast<tcp::TcpLink*>(d->link(0));
+        if (!link) fail(coralInternalError, "not a TcpLink");
+        if (!until([&] { return half.load(); })) fail(coralInternalError, "the fake peer never sent");
+        int queued = 1, polls = 0;
+        const bool drained = until([&] {
+          if (link->recv_ready()) fail(coralInternalError, "recv_ready with half the payload in");
+          if (d->needs_polling()) d->advance();
+          if (queued > 0) ioctl(link->sock(0).fd, SIOCINQ, &queued);
+          return queued == 0 && ++polls > 100;
+        });
+        if (!drained) fail(coralInternalError, "the link never read the first half");
+        checked = true;
+        if (!until([&] {
+              if (d->needs_polling()) d->advance();
+              return link->recv_ready();
+            }))
+          fail(coralInternalError, "recv_ready never turned true once the message was whole");
+        transport::Message m = link->recv_peek(mon, true);
+        if (m.bytes != kBytes || m.tag != 7) fail(coralInternalError, "wrong size or tag");
+        for (uint32_t i = 0; i < kBytes; ++i)
+          if (m.data[i] != std::byte(static_cast<uint8_t>(i * 7)))
+            fail(coralInternalError, "byte " + std::to_string(i));
+        link->recv_release();
+      } catch (const Error& e) {
+        err = e.what();
+      }
+      checked = true;
+    });
+    int fd = fake_rank0(*store, prefix);
+    struct {
+      tcp::Frame f;
+      std::byte payload[kBytes];
+    } msg;
+    msg.f = {tcp::kFrameMagic, static_cast<uint8_t>(tcp::Kind::Data), 0, 1, kBytes, kBytes, 0, 0, 0, 7};
+    for (uint32_t i = 0; i < kBytes; ++i) msg.payload[i] = std::byte(static_cast<uint8_t>(i * 7));
+    const size_t first = sizeof msg.f + kBytes / 2;
+    net::send_all(fd, &msg, first, net::Clock::now() + std::chrono::seconds(5));
+    half = true;
+    until([&] { return checked.load(); });
+    net::send_all(fd, reinterpret_cast<std::byte*>(&msg) + first, sizeof msg - first,
+                  net::Clock::now() + std::chrono::seconds(5));
+    rank1.join();
+    close(fd);
+    CHECK(err == "");
+  }
 }

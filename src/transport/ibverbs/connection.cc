@@ -120,12 +120,17 @@ void IbvLink::post_write(Wr kind, const void* local, uint32_t lkey, size_t len, 
     lose(fmt::format("posting a write to rank {}: {}", peer_, std::strerror(e)));
 }
 
+bool IbvLink::send_room() const {
+  // The peer RDMA-writes its released count here.
+  const auto* released = reinterpret_cast<const volatile uint64_t*>(credit_in_.mem.get());
+  return out_seq_ - *released < nslots_ && out_seq_ - sends_done_ < nslots_;
+}
+
 std::byte* IbvLink::send_acquire(size_t bytes, WaitMonitor& mon) {
   if (bytes > slot_bytes_) fail(coralInternalError, "ibverbs: message larger than a slot");
-  auto* released = reinterpret_cast<volatile uint64_t*>(credit_in_.mem.get());
   dom_->wait(mon, peer_, [&] {
     if (!failed_.empty()) mon.check(peer_);
-    return out_seq_ - *released < nslots_ && out_seq_ - sends_done_ < nslots_;
+    return send_room();
   });
   return out_.mem.get() + (out_seq_ % nslots_) * stride_ + sizeof(MsgHeader);
 }
@@ -177,6 +182,25 @@ Message IbvLink::recv_peek(WaitMonitor& mon, bool) {
     fail(coralRemoteError,
          fmt::format("ibverbs: rank {} wrote a {}-byte message into a {}-byte slot", peer_, h.bytes, slot_bytes_));
   return Message{slot + sizeof h, h.bytes, h.tag};
+}
+
+// The abort test stands in for the monitor's check, through which an aborted wait ends.
+template <class Ready>
+bool IbvLink::probe(Ready ready) {
+  std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
+  auto done = [&] { return ready() || !failed_.empty() || dom_->aborted(); };
+  if (done()) return true;
+  dom_->progress();  // completions (sends done, messages in) come only from polling the queues
+  return done();
+}
+
+bool IbvLink::send_ready(size_t bytes) {
+  if (bytes > slot_bytes_) return true;  // send_acquire reports that at once
+  return probe([&] { return send_room(); });
+}
+
+bool IbvLink::recv_ready() {
+  return probe([&] { return arrived_ > in_seq_; });
 }
 
 void IbvLink::recv_read(const Message& m, void* dst) {

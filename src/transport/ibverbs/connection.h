@@ -62,6 +62,8 @@ class IbvLink : public Link {
   Message recv_peek(WaitMonitor& mon, bool want_local) override;
   void recv_read(const Message& m, void* dst) override;
   void recv_release() override;
+  bool send_ready(size_t bytes) override;
+  bool recv_ready() override;
 
   // Set-up: register memory and create the QP; then connect with the peer's record.
   QpInfo local_info(ibv_pd* pd, ibv_cq* scq, ibv_cq* rcq, const QpConfig& cfg, uint8_t mtu, uint16_t lid,
@@ -84,6 +86,11 @@ class IbvLink : public Link {
  private:
   void post_recv();
   void report_credits();
+  // The test of send_acquire's wait.
+  bool send_room() const;
+  // A probe: ready(), a failure or an abort, after a pass over the completion queues if needed.
+  template <class Ready>
+  bool probe(Ready ready);
 
   IbvDomain* dom_;
   int me_, peer_;

@@ -43,6 +43,8 @@ class IbvDomain : public Domain {
   void progress();
   RegCache& cache() { return *cache_; }
   std::recursive_mutex& mutex() { return mu_; }
+  // A peer wrote its abort into our control block.
+  bool aborted() const;
 
   // Completion queues are polled without events: the sleep is a yield.
   template <class Ready>

@@ -172,6 +172,8 @@ std::string IbvDomain::remote_abort() {
                      strnlen(const_cast<const char*>(head->abort_text), sizeof head->abort_text));
 }
 
+bool IbvDomain::aborted() const { return reinterpret_cast<const volatile CtrlHead*>(ctrl_.mem.get())->abort_flag != 0; }
+
 void IbvDomain::abort(const std::string& why) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   static thread_local std::string text;

@@ -192,6 +192,30 @@ void ShmLink::recv_release() {
   bumped(in_->tail, in_->send_sleeping, tail_stamp_);
 }
 
+// The probes test exactly what wait_credit() and recv_peek() wait for.
+bool ShmLink::send_ready(size_t) {
+  const uint32_t n = geo_.nslots;
+  if (out_head_ - out_tail_seen_ < n || released(out_head_ - n + 1)) return true;
+  return probe_failure();
+}
+
+bool ShmLink::recv_ready() {
+  if (in_->meta[in_tail_ % geo_.nslots].seq.load(std::memory_order_acquire) == in_tail_ + 1) return true;
+  return probe_failure();
+}
+
+bool ShmLink::probe_failure() {
+  // A peer asleep on a bump of ours that is still deferred would otherwise only see it on its
+  // next sleep slice: an engine that only probes never reaches an await() that flushes.
+  if (wakes_) wakes_->flush();
+  if (!health_ || peer_gone_) return peer_gone_;
+  if (!health_->remote_abort().empty()) return true;  // one load of our control page
+  // Peer death costs a poll(2) of its pidfd: not on every probe of a busy engine.
+  constexpr unsigned kDeathPoll = 64;
+  if (++not_ready_ % kDeathPoll == 0 && !health_->peer_failure(peer_).empty()) peer_gone_ = true;
+  return peer_gone_;
+}
+
 Message ShmLink::post_message(uint32_t slot) const {
   const PostHeader& h = posts_.peer_area->ring[slot];
   const std::byte* data =

@@ -48,8 +48,16 @@ class ShmLink : public Link {
   Message recv_peek(WaitMonitor& mon, bool want_local) override;
   void recv_read(const Message& m, void* dst) override;
   void recv_release() override;
+  bool send_ready(size_t bytes) override;
+  bool recv_ready() override;
+  // The domain the probes ask about this peer's failure and aborts, as a monitor's check()
+  // would (null: they never report one).
+  void watch_health(Domain* d) { health_ = d; }
 
  private:
+  // A probe that found the link not ready: wakes peers our deferred bumps left asleep (as
+  // await() does before it waits), and tells whether the peer failed or the domain aborted.
+  bool probe_failure();
   void wait_credit(WaitMonitor& mon);
   // Waits until ready(), publishing meanwhile that `watch` is due to reach `target`; word is the
   // futex the other side bumps, sleeping our flag for it.
@@ -96,6 +104,9 @@ class ShmLink : public Link {
   WaitMonitor* mon_ = nullptr;                    // of the receive in progress: consulted when a direct read fails
   uint64_t read_from_ = 0;                        // sender address of the by-reference message being received
   std::vector<uint64_t> unflushed_;               // our by-reference sends the peer may still be reading
+  Domain* health_ = nullptr;
+  unsigned not_ready_ = 0;  // probes that found nothing (a few of them poll for the peer's death)
+  bool peer_gone_ = false;  // a probe saw the peer's death: the probes stay true
 };
 
 // Whether this process can read peer_pid's memory (probed once per peer at connect).

@@ -138,6 +138,7 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
                           q, (*a.peers)[q].pid, geo_, theirs_seg.fifo(geo_, me_l), out_slots, mine_.fifo(geo_, q_l),
                           in_slots, direct_min && q_reads_me ? direct_min : SIZE_MAX, ext ? 0 : kInlineBytes, presence,
                           me_l, q_l, post_links(q_l), ext ? nullptr : &wakes_));
+    links_.at(q)->watch_health(this);
     int pid = (*a.peers)[q].pid;
     pids_[q] = pid;
     if (pid != getpid()) {

@@ -191,6 +191,34 @@ Message TcpLink::recv_peek(WaitMonitor& mon, bool) {
   failed_wait(mon);
 }
 
+// ---- probes ----
+
+// The tests of send_acquire's and recv_peek's waits. Without helper threads nobody else moves
+// the sockets, so a probe that finds nothing makes one pass of the wait's progress (writes, this
+// link's input, now and then the other links'). The abort test stands in for the monitor's
+// check: an aborted wait ends through it, not through these tests.
+template <class Ready>
+bool TcpLink::probe(Ready ready) {
+  std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
+  auto done = [&] { return ready() || !failed_.empty() || dom_->aborted(); };
+  if (done()) return true;
+  if (dom_->threaded()) return false;
+  dom_->spin_pass(this, ++probes_);
+  return done();
+}
+
+bool TcpLink::send_ready(size_t bytes) {
+  if (bytes > geo_.slot_bytes) return true;  // send_acquire reports that at once
+  return probe([&] { return credits_ > 0 && out_seq_ - written_seq_ < geo_.nslots; });
+}
+
+bool TcpLink::recv_ready() {
+  return probe([&] {
+    const InSlot& slot = in_slots_[in_seq_ % geo_.nslots];
+    return slot.nparts != 0 && slot.received == slot.nparts;
+  });
+}
+
 void TcpLink::recv_read(const Message& m, void* dst) {
   if (m.bytes) std::memcpy(dst, m.data, m.bytes);
 }
@@ -327,6 +355,7 @@ void TcpLink::end_frame(Sock& s) {
       break;
     case Kind::Abort:
       if (abort_text_.empty()) abort_text_ = fmt::format("rank {} aborted", peer_);
+      dom_->note_abort();
       break;
     case Kind::Credit:
       break;

@@ -64,6 +64,8 @@ class TcpLink : public Link {
   Message recv_peek(WaitMonitor& mon, bool want_local) override;
   void recv_read(const Message& m, void* dst) override;
   void recv_release() override;
+  bool send_ready(size_t bytes) override;
+  bool recv_ready() override;
 
   // Called by the domain under its lock (see IoLock for io).
   // Reads up to one message from the socket; false once it is closed (take it out of the poll
@@ -97,6 +99,9 @@ class TcpLink : public Link {
   void queue(int sock, OutFrame f);
   // A frame without a message (credits, abort with its text, goodbye) on socket 0, sent now.
   void send_control(Kind kind, const std::string& text = {});
+  // A probe: ready(), a failure or an abort, under the lock, after one pass of progress if needed.
+  template <class Ready>
+  bool probe(Ready ready);
 
   TcpDomain* dom_;
   int peer_;
@@ -117,6 +122,7 @@ class TcpLink : public Link {
   std::string failed_;
   std::string abort_text_;
   bool bye_ = false;
+  unsigned probes_ = 0;  // probes that had to move the sockets: they pace them as a wait's polls do
 };
 
 }  // namespace coral::transport::tcp

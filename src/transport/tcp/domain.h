@@ -55,6 +55,10 @@ class TcpDomain : public Domain {
   // A link queued output (under the lock): written now, or handed to the sockets' helper threads.
   void output_queued(TcpLink* l);
   bool threaded() const { return !io_.empty(); }
+  // A peer's abort arrived on some link (under the lock): every link's probes turn ready, as the
+  // monitor's check of remote_abort() ends every wait.
+  void note_abort() { aborted_ = true; }
+  bool aborted() const { return aborted_; }
   // Links take it before touching their queues from the executor's side.
   std::recursive_mutex& mutex() { return mu_; }
 
@@ -139,6 +143,7 @@ class TcpDomain : public Domain {
   std::map<int, std::unique_ptr<TcpLink>> links_;
   std::vector<TcpLink*> writers_;  // links with output the kernel has not taken yet
   unsigned advances_ = 0;
+  bool aborted_ = false;
   std::vector<std::unique_ptr<IoThread>> io_;
   std::atomic<uint32_t> events_{0};    // bumped by helper threads after any change
   std::atomic<uint32_t> sleeping_{0};  // a wait sleeps on events_

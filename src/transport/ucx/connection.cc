@@ -156,6 +156,23 @@ Message UcxLink::recv_peek(WaitMonitor& mon, bool) {
   return Message{in_.buf(in_seq_) + sizeof h, h.bytes, h.tag};
 }
 
+// send_acquire and recv_peek wait for their slot's completion (an error completes it too). The
+// abort test stands in for the monitor's check, through which an aborted wait ends.
+bool UcxLink::probe(const Slot& s) {
+  std::lock_guard<std::recursive_mutex> lock(dom_->mutex());
+  auto done = [&] { return s.done || !failed_.empty() || dom_->aborted(); };
+  if (done()) return true;
+  dom_->progress();  // the completions come only from driving the worker
+  return done();
+}
+
+bool UcxLink::send_ready(size_t bytes) {
+  if (bytes > slot_bytes_) return true;  // send_acquire reports that at once
+  return probe(out_.slot(out_seq_));
+}
+
+bool UcxLink::recv_ready() { return probe(in_.slot(in_seq_)); }
+
 void UcxLink::recv_read(const Message& m, void* dst) {
   if (m.bytes) std::memcpy(dst, m.data, m.bytes);
 }

@@ -32,6 +32,8 @@ class UcxLink : public Link {
   Message recv_peek(WaitMonitor& mon, bool want_local) override;
   void recv_read(const Message& m, void* dst) override;
   void recv_release() override;
+  bool send_ready(size_t bytes) override;
+  bool recv_ready() override;
 
   void post_receives();  // fills the receive ring (after every endpoint exists)
   void cancel_receives();
@@ -50,6 +52,8 @@ class UcxLink : public Link {
  private:
   void post_receive(uint64_t seq);
   void reap(Slot& s);
+  // A probe: the slot's completion, a failure or an abort, after a pass of the worker if needed.
+  bool probe(const Slot& s);
 
   UcxDomain* dom_;
   int me_, peer_;

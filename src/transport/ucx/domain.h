@@ -35,6 +35,8 @@ class UcxDomain : public Domain {
   ucp_worker_h worker() const { return worker_; }
   std::recursive_mutex& mutex() { return mu_; }
   void progress();
+  // A peer's abort arrived (under the lock; progress() takes it in).
+  bool aborted() const { return !abort_text_.empty(); }
 
   template <class Ready>
   void wait(WaitMonitor& mon, int peer, Ready ready) {
