@@ -10,9 +10,15 @@ namespace coral::collectives {
 // Blocks of a buffer: block b starts at off[b] and holds size[b] elements.
 struct Blocks {
   std::vector<size_t> off, size;
-  static Blocks even(size_t n, int p);             // n split into p near-equal blocks
-  static Blocks uniform(size_t per_block, int p);  // p blocks of per_block each
+  static Blocks even(size_t n, int p);                     // n split into p near-equal blocks
+  static Blocks uniform(size_t per_block, int p);          // p blocks of per_block each
+  static Blocks packed(const std::vector<size_t>& sizes);  // back to back, in order
+  size_t end() const;                                      // max(off + size): the extent
 };
+
+// The v-collectives' counts, checked: `need_send` for all-to-all-v, which also reads the send
+// side. Throws coralInvalidArgument when a.v is missing or its vectors are not nranks long.
+const VCounts& vcounts_of(const CollArgs& a, bool need_send);
 
 // Primitives that compose (ring all-reduce = ring reduce-scatter + ring all-gather).
 void ring_reduce_scatter(Schedule& s, const CollArgs& a, const Blocks& in, Ref out_mine, bool scale);
@@ -41,5 +47,14 @@ Schedule broadcast_chain(const CollArgs& a);
 Schedule reduce_chain(const CollArgs& a);
 Schedule barrier_dissemination(const CollArgs& a);
 Schedule sendrecv_p2p(const CollArgs& a);
+Schedule alltoall_pairwise(const CollArgs& a);
+Schedule alltoallv_pairwise(const CollArgs& a);
+Schedule alltoall_bruck(const CollArgs& a);
+Schedule gather_direct(const CollArgs& a);
+Schedule gather_tree(const CollArgs& a);
+Schedule scatter_direct(const CollArgs& a);
+Schedule scatter_tree(const CollArgs& a);
+Schedule allgatherv_ring(const CollArgs& a);
+Schedule reduce_scatterv_ring(const CollArgs& a);
 
 }  // namespace coral::collectives

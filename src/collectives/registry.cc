@@ -29,16 +29,21 @@ const char* algo_name(Algo a) {
       return "tree";
     case Algo::Hier:
       return "hier";
+    case Algo::Pairwise:
+      return "pairwise";
+    case Algo::Bruck:
+      return "bruck";
   }
   return "?";
 }
 
 Algo parse_algo(const std::string& name) {
   for (Algo a : {Algo::Auto, Algo::Ring, Algo::Tree, Algo::Rhd, Algo::RecursiveDoubling, Algo::OneShot, Algo::Hier,
-                 Algo::TwoShot, Algo::Chain})
+                 Algo::TwoShot, Algo::Chain, Algo::Direct, Algo::Pairwise, Algo::Bruck})
     if (name == algo_name(a)) return a;
-  fail(coralInvalidArgument,
-       "unknown algorithm '" + name + "' (expected auto, ring, tree, rhd, rd, oneshot, hier, twoshot, chain)");
+  fail(coralInvalidArgument, "unknown algorithm '" + name +
+                                 "' (expected auto, ring, tree, rhd, rd, oneshot, hier, twoshot, chain, direct, "
+                                 "pairwise, bruck)");
 }
 
 bool supports(Coll coll, Algo algo) {
@@ -57,6 +62,17 @@ bool supports(Coll coll, Algo algo) {
     case Coll::Send:
     case Coll::Recv:
       return algo == Algo::Direct;
+    case Coll::AllToAll:
+      return algo == Algo::Pairwise || algo == Algo::Bruck;
+    case Coll::AllToAllv:
+      // One algorithm only: ranks know only their own counts, so no size could pick alike.
+      return algo == Algo::Pairwise;
+    case Coll::Gather:
+    case Coll::Scatter:
+      return algo == Algo::Direct || algo == Algo::Tree;
+    case Coll::AllGatherv:
+    case Coll::ReduceScatterv:
+      return algo == Algo::Ring;
   }
   return false;
 }
@@ -72,9 +88,19 @@ Algo default_algo(Coll coll) {
       return Algo::Chain;
     case Coll::Barrier:
       return Algo::Dissemination;
-    default:
+    case Coll::AllToAll:
+    case Coll::AllToAllv:
+      return Algo::Pairwise;
+    case Coll::AllGatherv:
+    case Coll::ReduceScatterv:
+      return Algo::Ring;
+    case Coll::Send:
+    case Coll::Recv:
+    case Coll::Gather:
+    case Coll::Scatter:
       return Algo::Direct;
   }
+  return Algo::Direct;
 }
 
 Schedule build(const CollArgs& a, Algo algo) {
@@ -101,6 +127,18 @@ Schedule build(const CollArgs& a, Algo algo) {
     case Coll::Send:
     case Coll::Recv:
       return sendrecv_p2p(a);
+    case Coll::AllToAll:
+      return algo == Algo::Bruck ? alltoall_bruck(a) : alltoall_pairwise(a);
+    case Coll::AllToAllv:
+      return alltoallv_pairwise(a);
+    case Coll::Gather:
+      return algo == Algo::Tree ? gather_tree(a) : gather_direct(a);
+    case Coll::Scatter:
+      return algo == Algo::Tree ? scatter_tree(a) : scatter_direct(a);
+    case Coll::AllGatherv:
+      return allgatherv_ring(a);
+    case Coll::ReduceScatterv:
+      return reduce_scatterv_ring(a);
   }
   fail(coralInternalError, "no builder");
 }

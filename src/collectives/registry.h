@@ -6,7 +6,21 @@
 
 namespace coral::collectives {
 
-enum class Algo { Auto, Ring, RecursiveDoubling, OneShot, TwoShot, Chain, Dissemination, Direct, Rhd, Tree, Hier };
+enum class Algo {
+  Auto,
+  Ring,
+  RecursiveDoubling,
+  OneShot,
+  TwoShot,
+  Chain,
+  Dissemination,
+  Direct,
+  Rhd,
+  Tree,
+  Hier,
+  Pairwise,
+  Bruck,
+};
 
 const char* algo_name(Algo a);
 // Throws coralInvalidArgument naming the accepted values.

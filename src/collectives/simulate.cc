@@ -20,7 +20,19 @@ Cluster Cluster::uniform(int nranks, int ranks_per_host, LinkCost intra, LinkCos
 double bus_factor(Coll c, int p) {
   if (p <= 1) return 1;
   if (c == Coll::AllReduce) return 2.0 * (p - 1) / p;
-  if (c == Coll::ReduceScatter || c == Coll::AllGather) return static_cast<double>(p - 1) / p;
+  switch (c) {
+    case Coll::ReduceScatter:
+    case Coll::AllGather:
+    case Coll::ReduceScatterv:
+    case Coll::AllGatherv:
+    case Coll::AllToAll:
+    case Coll::AllToAllv:
+    case Coll::Gather:
+    case Coll::Scatter:
+      return static_cast<double>(p - 1) / p;
+    default:
+      break;
+  }
   return 1;
 }
 
@@ -113,14 +125,19 @@ SimResult simulate(const std::vector<Schedule>& per_rank, size_t elem_bytes, con
 }
 
 SimResult simulate(const CollArgs& args, Algo algo, const Cluster& c) {
+  return simulate_ranks([&](int) { return args; }, algo, c);
+}
+
+SimResult simulate_ranks(const std::function<CollArgs(int rank)>& args_of, Algo algo, const Cluster& c) {
+  const CollArgs first = args_of(0);
   std::vector<Schedule> all;
-  all.reserve(static_cast<size_t>(args.nranks));
-  for (int r = 0; r < args.nranks; r++) {
-    CollArgs a = args;
+  all.reserve(static_cast<size_t>(first.nranks));
+  for (int r = 0; r < first.nranks; r++) {
+    CollArgs a = r == 0 ? first : args_of(r);
     a.rank = r;
     all.push_back(build(a, algo));
   }
-  return simulate(all, kernels::dtype_size(args.dtype), c);
+  return simulate(all, kernels::dtype_size(first.dtype), c);
 }
 
 }  // namespace coral::collectives

@@ -4,6 +4,7 @@
 // copies and reductions cost gamma per byte. It is how we reason about clusters we cannot run
 // (1,024 or 8,192 ranks) and how the tuner's choices are checked.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,12 @@ struct SimResult {
 SimResult simulate(const std::vector<Schedule>& per_rank, size_t elem_bytes, const Cluster& c);
 // Builds every rank's schedule for args (args.rank is ignored) and times it.
 SimResult simulate(const CollArgs& args, Algo algo, const Cluster& c);
+// The same from each rank's own arguments (all-to-all-v's counts differ by rank): args_of(r),
+// whose rank is set to r.
+SimResult simulate_ranks(const std::function<CollArgs(int rank)>& args_of, Algo algo, const Cluster& c);
 
-// nccl-tests' bus bandwidth factor: 2(P-1)/P for all-reduce, (P-1)/P for reduce-scatter and
-// all-gather, 1 for broadcast and reduce.
+// nccl-tests' bus bandwidth factor: 2(P-1)/P for all-reduce, (P-1)/P for reduce-scatter,
+// all-gather (and their v-forms), all-to-all, gather and scatter, 1 for broadcast and reduce.
 double bus_factor(Coll c, int nranks);
 
 }  // namespace coral::collectives

@@ -2,34 +2,18 @@
 
 #include <fmt/format.h>
 
-#include "collectives/folds.h"
-
-#include <optional>
+#include <span>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "collectives/folds.h"
+#include "collectives/verify_post.h"
 
 namespace coral::collectives {
 
 namespace {
 
-// Multiset of contributions: the sum of per-input keys plus their number. Copying, forwarding and
-// reducing act on it exactly as on data; a lost, duplicated or misplaced input changes it.
-struct Elem {
-  uint64_t key = 0;
-  uint32_t n = 0;
-  uint8_t scaled = 0;
-  bool garbage = true;
-  bool operator==(const Elem&) const = default;
-};
-
-uint64_t input_key(int rank, size_t index) {
-  uint64_t x = (static_cast<uint64_t>(rank) << 40) ^ (index + 0x9e3779b97f4a7c15ull);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
+using verify_detail::Elem;
 
 inline Elem combine(const Elem& a, const Elem& b, const char** err) {
   if (a.garbage || b.garbage) *err = "reduces an unwritten element";
@@ -61,7 +45,6 @@ struct RankState {
     if (r.buf == Buf::None || r.off + i >= len) throw std::out_of_range("ref");
     return mem.at(base + r.off + i);
   }
-  const Elem& result(size_t i) { return mem.at(recv_at + i); }
 };
 
 using Msg = std::vector<Elem>;
@@ -239,28 +222,43 @@ VerifyResult verify(const CollArgs& args, Algo algo, bool in_place) {
 }
 
 VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(const CollArgs&)>& builder, bool in_place) {
-  const int p = args.nranks;
-  Sim sim(p);
-  const size_t n = args.count;
+  return verify_ranks_with(
+      [&](int rank) {
+        CollArgs a = args;
+        a.rank = rank;
+        a.in_place = in_place;
+        return a;
+      },
+      builder);
+}
+
+VerifyResult verify_ranks(const std::function<CollArgs(int rank)>& args_of, Algo algo) {
+  return verify_ranks_with(args_of, [algo](const CollArgs& a) { return build(a, algo); });
+}
+
+VerifyResult verify_ranks_with(const std::function<CollArgs(int rank)>& args_of,
+                               const std::function<Schedule(const CollArgs&)>& builder) {
+  std::vector<CollArgs> args{args_of(0)};
+  const int p = args[0].nranks;
+  for (int r = 1; r < p; ++r) args.push_back(args_of(r));
   for (int r = 0; r < p; ++r) {
-    CollArgs a = args;
-    a.rank = r;
+    args[r].rank = r;
+    if (args[r].coll != args[0].coll || args[r].nranks != p)
+      return {false, fmt::format("rank {} names another collective or rank count than rank 0", r)};
+  }
+  Sim sim(p);
+  for (int r = 0; r < p; ++r) {
     RankState& rs = sim.ranks[r];
-    rs.sched = builder(a);
+    rs.sched = builder(args[r]);
+    if (std::string e = verify_detail::check_elems(args[r], rs.sched); !e.empty()) return {false, e};
     rs.send_len = rs.sched.send_elems;
     rs.recv_len = rs.sched.recv_elems;
     rs.scratch.assign(rs.sched.scratch_elems, Elem{});
-    bool alias = in_place && args.coll != Coll::Barrier && args.coll != Coll::Send && args.coll != Coll::Recv &&
-                 !(args.coll == Coll::Reduce && r != args.root);
-    if (!alias) {
-      rs.mem.assign(rs.send_len + rs.recv_len, Elem{});
-      rs.recv_at = rs.send_len;
-    } else {
-      rs.mem.assign(std::max(rs.send_len, rs.recv_len), Elem{});
-      if (args.coll == Coll::ReduceScatter) rs.recv_at = r * n;  // NCCL's in-place layouts
-      if (args.coll == Coll::AllGather) rs.send_at = r * n;
-    }
-    for (size_t i = 0; i < rs.send_len; ++i) rs.mem[rs.send_at + i] = Elem{input_key(r, i), 1, 0, false};
+    const verify_detail::Placement pl = verify_detail::place(args[r], rs.send_len, rs.recv_len);
+    rs.mem.assign(pl.size, Elem{});
+    rs.send_at = pl.send_at;
+    rs.recv_at = pl.recv_at;
+    for (size_t i = 0; i < rs.send_len; ++i) rs.mem[rs.send_at + i] = verify_detail::input(r, i);
     rs.pinned.assign(rs.mem.size(), 0);
     rs.fold_end.assign(rs.sched.steps.size(), 0);
     const std::vector<uint32_t> folds = fold_lengths(rs.sched);
@@ -295,55 +293,9 @@ VerifyResult verify_with(const CollArgs& args, const std::function<Schedule(cons
   }
   for (const auto& [key, c] : sim.chan)
     if (!c.empty()) return {false, "a message was sent that nobody received"};
-  // Postconditions.
-  const uint8_t want_scaled = args.op == coralAvg && p > 1 ? 1 : 0;
-  auto expect_sum = [&](size_t index) {
-    Elem e{0, static_cast<uint32_t>(p), want_scaled, false};
-    for (int q = 0; q < p; ++q) e.key += input_key(q, index);
-    return e;
-  };
-  // Every rank of an all-reduce wants the same n sums: computed once, not P times.
-  std::vector<Elem> sums;
-  if (args.coll == Coll::AllReduce || args.coll == Coll::Reduce)
-    for (size_t i = 0; i < n; ++i) sums.push_back(expect_sum(i));
-  for (int r = 0; r < p; ++r) {
-    RankState& rs = sim.ranks[r];
-    for (size_t i = 0; i < n; ++i) {
-      std::optional<Elem> want;
-      Elem got;
-      switch (args.coll) {
-        case Coll::AllReduce:
-          want = sums[i];
-          got = rs.result(i);
-          break;
-        case Coll::ReduceScatter:
-          want = expect_sum(r * n + i);
-          got = rs.result(i);
-          break;
-        case Coll::Broadcast:
-          want = Elem{input_key(args.root, i), 1, 0, false};
-          got = rs.result(i);
-          break;
-        case Coll::Reduce:
-          if (r == args.root) {
-            want = sums[i];
-            got = rs.result(i);
-          }
-          break;
-        case Coll::AllGather:
-          for (int q = 0; q < p; ++q)
-            if (!(rs.result(q * n + i) == Elem{input_key(q, i), 1, 0, false}))
-              return {false, fmt::format("rank {} element {} of block {} is wrong", r, i, q)};
-          break;
-        default:
-          break;
-      }
-      if (want && !(got == *want))
-        return {false, fmt::format("rank {} element {}: {} contributions{}{}, expected {}", r, i, got.n,
-                                   got.garbage ? " (never written)" : "",
-                                   got.scaled != want->scaled ? " (wrong averaging)" : "", want->n)};
-    }
-  }
+  std::vector<std::span<const Elem>> recv;
+  for (const RankState& rs : sim.ranks) recv.emplace_back(rs.mem.data() + rs.recv_at, rs.recv_len);
+  if (std::string e = verify_detail::check_post(args, recv); !e.empty()) return {false, e};
   return {};
 }
 

@@ -68,7 +68,9 @@ TEST_CASE("CORAL_ALGO: one name, or size ranges per collective, with clear error
   CHECK_THAT(error("allreduce:0-4Q:ring"), Catch::Contains("'4Q' is not a size"));
   CHECK_THAT(error("allreduce:0-4K"), Catch::Contains("lo-hi:algorithm"));
   CHECK_THAT(error("allgather:0-:tree"), Catch::Contains("allgather has no algorithm 'tree'"));
-  CHECK_THAT(error("alltoall:0-:ring"), Catch::Contains("unknown collective 'alltoall'"));
+  CHECK_THAT(error("barrier:0-:ring"), Catch::Contains("unknown collective 'barrier'"));
+  CHECK_THAT(error("barrier:0-:ring"), Catch::Contains("alltoall, alltoallv, gather, scatter"));
+  CHECK_THAT(error("alltoall:0-:ring"), Catch::Contains("alltoall has no algorithm 'ring'"));
   CHECK_THAT(error("allreduce:0-:auto"), Catch::Contains("no algorithm 'auto'"));
 }
 

@@ -4,6 +4,7 @@
 // travel the ring and are never written locally (recv_reduce_send). All-gather: the same ring
 // carrying finished blocks. Bandwidth-optimal; latency grows with P.
 // The rank-order fold used by the direct (one-shot, two-shot) algorithms.
+#include "base/error.h"
 #include "collectives/builders.h"
 #include "collectives/patterns/ring.h"
 
@@ -25,6 +26,33 @@ Blocks Blocks::uniform(size_t per_block, int p) {
     b.size.push_back(per_block);
   }
   return b;
+}
+
+Blocks Blocks::packed(const std::vector<size_t>& sizes) {
+  Blocks b;
+  size_t at = 0;
+  for (size_t n : sizes) {
+    b.off.push_back(at);
+    b.size.push_back(n);
+    at += n;
+  }
+  return b;
+}
+
+size_t Blocks::end() const {
+  size_t e = 0;
+  for (size_t i = 0; i < off.size(); ++i) e = std::max(e, size[i] ? off[i] + size[i] : 0);
+  return e;
+}
+
+const VCounts& vcounts_of(const CollArgs& a, bool need_send) {
+  const size_t p = static_cast<size_t>(a.nranks);
+  const VCounts* v = a.v.get();
+  if (!v) fail(coralInvalidArgument, std::string(coll_name(a.coll)) + ": no counts");
+  bool ok = v->recv_counts.size() == p && (a.coll == Coll::ReduceScatterv || v->recv_displs.size() == p);
+  if (need_send) ok = ok && v->send_counts.size() == p && v->send_displs.size() == p;
+  if (!ok) fail(coralInvalidArgument, std::string(coll_name(a.coll)) + ": counts and displacements need one per rank");
+  return *v;
 }
 
 static size_t rounds(const Blocks& b, size_t chunk) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <numeric>
 #include <utility>
 
 #include "base/config.h"
@@ -24,10 +25,19 @@ size_t parse_size(const std::string& text, const std::string& s) {
   }
 }
 
+// The collectives with a choice of algorithm, or one a rule may still name (all-to-all-v,
+// all-gather-v and reduce-scatter-v have one each today).
+constexpr Coll kRuled[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather,     Coll::Broadcast,
+                           Coll::Reduce,    Coll::AllToAll,      Coll::AllToAllv,     Coll::Gather,
+                           Coll::Scatter,   Coll::AllGatherv,    Coll::ReduceScatterv};
+
 Coll parse_coll(const std::string& text, const std::string& s) {
-  for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce})
+  std::string names;
+  for (Coll c : kRuled) {
     if (s == coll_name(c)) return c;
-  bad(text, fmt::format("unknown collective '{}' (allreduce, reducescatter, allgather, broadcast, reduce)", s));
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", coll_name(c));
+  }
+  bad(text, fmt::format("unknown collective '{}' ({})", s, names));
 }
 
 std::string size_text(size_t b) {
@@ -99,8 +109,24 @@ std::string format_rules(const std::vector<SizeRule>& rules) {
 std::string format_overrides(const Overrides& o) { return o.rules.empty() ? algo_name(o.all) : format_rules(o.rules); }
 
 size_t message_bytes(const CollArgs& a) {
-  size_t b = a.count * kernels::dtype_size(a.dtype);
-  return a.coll == Coll::ReduceScatter || a.coll == Coll::AllGather ? b * static_cast<size_t>(a.nranks) : b;
+  const size_t es = kernels::dtype_size(a.dtype), b = a.count * es;
+  switch (a.coll) {
+    case Coll::ReduceScatter:
+    case Coll::AllGather:
+    case Coll::AllToAll:
+    case Coll::Gather:  // the root's buffer
+    case Coll::Scatter:
+      return b * static_cast<size_t>(a.nranks);
+    case Coll::AllGatherv:
+    case Coll::ReduceScatterv:
+      // The counts are the same everywhere, so every rank sees the same size and picks alike.
+      if (a.v) return std::accumulate(a.v->recv_counts.begin(), a.v->recv_counts.end(), size_t{0}) * es;
+      return b * static_cast<size_t>(a.nranks);
+    default:
+      // All-to-all-v: this rank's receive (a.count), which differs by rank; with one algorithm
+      // there is nothing for the ranks to disagree on.
+      return b;
+  }
 }
 
 }  // namespace coral::collectives

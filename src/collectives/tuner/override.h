@@ -29,7 +29,9 @@ Overrides parse_overrides(const std::string& text);
 std::string format_rules(const std::vector<SizeRule>& rules);
 // The one name when there are no rules ("auto" for none at all), else format_rules.
 std::string format_overrides(const Overrides& o);
-// Bytes the size ranges compare against (nccl-tests' "size": the whole buffer for RS and AG).
+// Bytes the size ranges compare against (nccl-tests' "size": the whole buffer for RS, AG, their
+// v-forms and all-to-all, the root's buffer for gather and scatter; all-to-all-v: this rank's
+// receive, a.count).
 size_t message_bytes(const CollArgs& a);
 
 }  // namespace coral::collectives

@@ -125,6 +125,21 @@ Algo select_algo(const CollArgs& a, const TuneParams& t) {
     // Binomial trees: log P hops against the chain's P-1; the chain's pipeline wins large ones.
     return bytes <= t.mid_bytes ? Algo::Tree : Algo::Chain;
   }
+  const size_t block = a.count * kernels::dtype_size(a.dtype);
+  if (a.coll == Coll::Gather || a.coll == Coll::Scatter) {
+    // The root moves P blocks either way; the tree cuts its messages from P-1 to log2 P but adds
+    // a store-and-forward hop per level, which stops paying once bytes, not messages, set the
+    // time. The simulator, whose messages cost their sender alpha, puts the scatter's crossover
+    // past 4 KiB blocks from 8 ranks (tests/unit/test_tuner_coll.cc). It charges receivers nothing
+    // per message, so it cannot see the gather's gain, the same one at the root's other end.
+    return a.nranks >= kTreeMinRanks && block <= kTreeBlockBytes ? Algo::Tree : Algo::Direct;
+  }
+  if (a.coll == Coll::AllToAll) {
+    // Bruck waits log2 P times against P-1 but sends (P/2) log2 P blocks against P-1 and copies
+    // each about three times: MPICH's crossover, 256-byte blocks from 8 ranks up, well inside
+    // where the alpha-beta model has it win (tests/unit/test_tuner_coll.cc).
+    return a.nranks >= kBruckMinRanks && block <= kBruckBlockBytes ? Algo::Bruck : Algo::Pairwise;
+  }
   return default_algo(a.coll);
 }
 

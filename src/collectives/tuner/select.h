@@ -46,6 +46,13 @@ const RankRow* default_row(int nranks);  // nullptr where no row has nranks
 // value printed back from its parsed rules (format_rules): what coral-info shows.
 std::string default_rules_text();
 
+// All-to-all takes Bruck's algorithm for blocks of up to kBruckBlockBytes from kBruckMinRanks up.
+constexpr size_t kBruckBlockBytes = 256;
+constexpr int kBruckMinRanks = 8;
+// Gather and scatter take the binomial tree for blocks of up to kTreeBlockBytes from kTreeMinRanks up.
+constexpr size_t kTreeBlockBytes = 4096;
+constexpr int kTreeMinRanks = 8;
+
 // CORAL_ALGO's answer for this call (a size range first, then the one name), if it has one.
 std::optional<Algo> user_choice(const CollArgs& a, const TuneParams& t);
 Algo select_algo(const CollArgs& a, const TuneParams& t);
