@@ -157,8 +157,49 @@ class communicator {
     check(coralRecv(buf.data(), buf.size(), datatype_of<T>(), peer, comm_, nullptr), comm_);
   }
   void barrier() { check(coralBarrier(comm_), comm_); }
+  template <class T>
+  request isend(std::span<const T> buf, int peer) {
+    coralRequest_t r;
+    check(coralISend(buf.data(), buf.size(), datatype_of<T>(), peer, comm_, &r), comm_);
+    return request(r);
+  }
+  template <class T>
+  request irecv(std::span<T> buf, int peer) {
+    coralRequest_t r;
+    check(coralIRecv(buf.data(), buf.size(), datatype_of<T>(), peer, comm_, &r), comm_);
+    return request(r);
+  }
+  template <class T>
+  void all_to_all(std::span<const T> send, std::span<T> recv) {
+    same_size(send.size(), recv.size());
+    const size_t p = static_cast<size_t>(size());
+    if (recv.size() % p) throw error(coralInvalidArgument, "span size is not a multiple of the communicator size");
+    check(coralAllToAll(send.data(), recv.data(), recv.size() / p, datatype_of<T>(), comm_, nullptr), comm_);
+  }
+  template <class T>
+  void gather(std::span<const T> send, std::span<T> recv, int root) {
+    check(coralGather(send.data(), recv.data(), send.size(), datatype_of<T>(), root, comm_, nullptr), comm_);
+  }
+  template <class T>
+  void scatter(std::span<const T> send, std::span<T> recv, int root) {
+    check(coralScatter(send.data(), recv.data(), recv.size(), datatype_of<T>(), root, comm_, nullptr), comm_);
+  }
+  // A new communicator of the ranks with this color, ordered by key; an empty one (get() ==
+  // nullptr) for CORAL_SPLIT_NOCOLOR.
+  communicator split(int color, int key) {
+    communicator c{empty_t{}};
+    check(coralCommSplit(comm_, color, key, &c.comm_), comm_);
+    return c;
+  }
+  communicator shrink(std::span<const int> exclude) {
+    communicator c{empty_t{}};
+    check(coralCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &c.comm_), comm_);
+    return c;
+  }
 
  private:
+  struct empty_t {};
+  explicit communicator(empty_t) {}
   static void same_size(size_t a, size_t b) {
     if (a != b) throw error(coralInvalidArgument, "span sizes do not match the collective's layout");
   }

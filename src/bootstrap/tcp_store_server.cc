@@ -205,8 +205,12 @@ struct TcpStoreServer::Impl {
 
 TcpStoreServer::TcpStoreServer(const net::SockAddr& addr, const wire::Secret& secret, bool exit_when_idle,
                                std::chrono::milliseconds idle_timeout)
+    : TcpStoreServer(net::listen_on(addr), secret, exit_when_idle, idle_timeout) {}
+
+TcpStoreServer::TcpStoreServer(int listen_fd, const wire::Secret& secret, bool exit_when_idle,
+                               std::chrono::milliseconds idle_timeout)
     : impl_(new Impl) {
-  impl_->listen_fd = net::listen_on(addr);
+  impl_->listen_fd = listen_fd;
   net::set_nonblocking(impl_->listen_fd, true);
   if (pipe2(impl_->wake, O_CLOEXEC) != 0) fail_errno("pipe", errno);
   impl_->secret = secret;

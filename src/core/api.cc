@@ -6,159 +6,31 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "core/communicator.h"
+#include "core/api_checks.h"
 #include "core/guard.h"
 #include "gpu/runtime.h"
 #include "kernels/reduce.h"
-
-struct coralRequest {
-  std::shared_ptr<coral::Request> req;
-  coralComm* comm;
-};
 
 namespace {
 
 using coral::fail;
 using coral::collectives::Coll;
-
 using coral::capi::guard;
+using coral::capi::need;
 using coral::capi::t_last_error;
-coral::Communicator& need(coralComm* comm) {
-  if (!comm) fail(coralInvalidArgument, "comm is NULL");
-  if (!comm->ready.load(std::memory_order_acquire))
-    fail(coralInProgress, "the communicator is still being created (coralCommGetAsyncError says when it is up)");
-  if (!comm->impl) fail(comm->init_result, "the communicator's creation failed: " + comm->init_error);
-  return *comm->impl;
-}
-
-void check_type(coralDataType_t t) {
-  if (!coral::kernels::valid_dtype(t))
-    fail(coralInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(t)));
-}
-void check_op(coralRedOp_t op, coralDataType_t t) {
-  if (!coral::kernels::valid_op(op))
-    fail(coralInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(op)));
-  if (!coral::kernels::op_fits(t, op))
-    fail(coralInvalidArgument, fmt::format("op {} is bitwise, for integer types; datatype {} is not one",
-                                           coral::kernels::op_name(op), coral::kernels::dtype_name(t)));
-}
-void check_buf(const void* p, size_t count, const char* name) {
-  if (!p && count > 0) fail(coralInvalidArgument, std::string(name) + " is NULL with count > 0");
-}
-void check_bytes(size_t count, coralDataType_t t, size_t factor) {
-  size_t es = coral::kernels::dtype_size(t);
-  if (count > static_cast<size_t>(PTRDIFF_MAX) / es / factor)
-    fail(coralInvalidArgument, "count " + std::to_string(count) + " overflows the addressable size");
-}
-
-// Where a call's buffers live: -1 for host memory, else the GPU. A stream without usable CUDA,
-// buffers split between host and device, or buffers on another GPU than the communicator's are
-// refused with what was wrong.
-int buffers_device(coral::Communicator& c, const coral::Call& call, void* stream) {
-  if (!coral::gpu::usable()) {
-    if (stream)
-      fail(coralUnhandledCudaError, "a CUDA stream was passed but CUDA is not usable here (" + coral::gpu::why_not() +
-                                        "); host buffers take stream NULL");
-    return -1;
-  }
-  const void* bufs[2] = {call.send, call.recv};
-  const char* names[2] = {"sendbuff", "recvbuff"};
-  int dev[2] = {-2, -2};
-  for (int i = 0; i < 2; ++i)
-    if (bufs[i] && call.args.count)  // in place: one pointer query, not two
-      dev[i] = i == 1 && bufs[1] == bufs[0] ? dev[0] : coral::gpu::device_of(bufs[i]);
-  if (dev[0] != -2 && dev[1] != -2 && (dev[0] < 0) != (dev[1] < 0)) {
-    const int g = dev[0] < 0 ? 1 : 0;  // the one on the GPU
-    fail(coralInvalidArgument, fmt::format("{} is host memory but {} is on GPU {}: pass both on the GPU or both on "
-                                           "the host",
-                                           names[1 - g], names[g], dev[g]));
-  }
-  int d = std::max(dev[0], dev[1]);
-  if (d < 0) return -1;
-  int current = coral::gpu::current_device(), comm_dev = c.gpu_device();
-  for (int i = 0; i < 2; ++i) {
-    if (dev[i] < 0) continue;
-    if (comm_dev >= 0 && dev[i] != comm_dev)
-      fail(coralInvalidArgument, fmt::format("{} is on GPU {} but this communicator uses GPU {}: keep one GPU per "
-                                             "communicator",
-                                             names[i], dev[i], comm_dev));
-    if (dev[i] != current)
-      fail(coralInvalidArgument, fmt::format("{} is on GPU {} but the current device is GPU {}: call "
-                                             "cudaSetDevice({}) first",
-                                             names[i], dev[i], current, dev[i]));
-  }
-  return d;
-}
-
-void check_root(const coral::Communicator& c, int root, const char* what) {
-  if (root < 0 || root >= c.nranks())
-    fail(coralInvalidArgument,
-         std::string(what) + " " + std::to_string(root) + " is out of range [0, " + std::to_string(c.nranks()) + ")");
-}
-
-// Validates and builds the call for each collective.
-coral::Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
-                      int root) {
-  coral::Communicator& c = need(comm);
-  check_type(t);
-  if (coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce)
-    check_op(op, t);
-  else
-    op = coralSum;
-  size_t factor = (coll == Coll::ReduceScatter || coll == Coll::AllGather) ? c.nranks() : 1;
-  check_bytes(n, t, factor);
-  switch (coll) {
-    case Coll::Broadcast:
-      check_root(c, root, "root");
-      if (c.rank() == root) check_buf(s, n, "sendbuff");
-      check_buf(r, n, "recvbuff");
-      break;
-    case Coll::Reduce:
-      check_root(c, root, "root");
-      check_buf(s, n, "sendbuff");
-      if (c.rank() == root) check_buf(r, n, "recvbuff");
-      break;
-    case Coll::Send:
-      check_root(c, root, "peer");
-      if (root == c.rank()) fail(coralInvalidUsage, "send to self");
-      check_buf(s, n, "sendbuff");
-      break;
-    case Coll::Recv:
-      check_root(c, root, "peer");
-      if (root == c.rank()) fail(coralInvalidUsage, "receive from self");
-      check_buf(r, n, "recvbuff");
-      break;
-    default:
-      check_buf(s, n, "sendbuff");
-      check_buf(r, n, "recvbuff");
-  }
-  return coral::make_call(coll, s, r, n, t, op, root);
-}
 
 coralResult_t blocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n, coralDataType_t t,
                        coralRedOp_t op, int root, void* stream) {
-  return guard(comm, fn, [&] {
-    coral::Call call = validated(comm, coll, s, r, n, t, op, root);
-    int dev = buffers_device(*comm->impl, call, stream);
-    // Device buffers with stream NULL follow NCCL: the legacy default stream.
-    if (stream || dev >= 0)
-      comm->impl->run_on_stream(call, stream, dev >= 0);
-    else
-      comm->impl->run(call);
-  });
+  return coral::capi::launch(fn, comm, [&](coral::Communicator&) {
+    return coral::capi::validated(comm, coll, s, r, n, t, op, root);
+  }, stream);
 }
 
 coralResult_t nonblocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n,
                           coralDataType_t t, coralRedOp_t op, int root, coralRequest_t* req) {
-  return guard(comm, fn, [&] {
-    if (!req) fail(coralInvalidArgument, "request is NULL");
-    *req = nullptr;
-    coral::Call call = validated(comm, coll, s, r, n, t, op, root);
-    if (buffers_device(*comm->impl, call, nullptr) >= 0)
-      fail(coralInvalidArgument,
-           "non-blocking calls take host buffers; device buffers go through the blocking "
-           "calls with a stream, which return at once");
-    *req = new coralRequest{comm->impl->submit(call), comm};
-  });
+  return coral::capi::launch_nb(fn, comm, [&](coral::Communicator&) {
+    return coral::capi::validated(comm, coll, s, r, n, t, op, root);
+  }, req);
 }
 
 }  // namespace
@@ -316,7 +188,7 @@ coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQu
       out = c.trial_picks();
     } else if (query == coralQueryAlgorithm || query == coralQueryChunkBytes || query == coralQueryTuning) {
       static constexpr Coll colls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast,
-                                       Coll::Reduce};
+                                       Coll::Reduce,    Coll::AllToAll,      Coll::Gather,    Coll::Scatter};
       static_assert(std::size(colls) == coralNumCollectives);
       if (args->collective < 0 || args->collective >= coralNumCollectives)
         fail(coralInvalidArgument,

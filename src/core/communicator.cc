@@ -12,6 +12,7 @@
 #include "base/host_id.h"
 #include "base/log.h"
 #include "base/settings.h"
+#include "base/socket.h"
 #include "base/wait.h"
 #include "bootstrap/exchange.h"
 #include "collectives/registry.h"
@@ -47,7 +48,7 @@ std::vector<std::pair<std::string, std::string>> schedule_settings(const collect
 
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks,
                            double timeout_s)
-    : store_(std::move(store)), prefix_(prefix), rank_(rank), nranks_(nranks) {
+    : store_(std::move(store)), prefix_(prefix), rank_(rank), nranks_(nranks), timeout_override_(timeout_s) {
   log::set_thread_rank(rank);
   settings_ = config::Settings::from_env();
   if (timeout_s > 0) settings_.timeout_s = timeout_s;
@@ -70,6 +71,13 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   // One record per rank: who it is, and the settings every rank must share.
   bootstrap::Record mine("peer record", rank);
   mine.add("nranks", nranks).add("pid", me.pid).add("host", me.host_id);
+  // Where this rank would serve a new rendezvous if a shrink makes it the root (shrink.cc): the
+  // socket is bound now, since no store may be left to announce it then.
+  rescue_ = std::make_shared<Rescue>();
+  rescue_->listen_fd = net::listen_on(net::resolve("0.0.0.0", 0));
+  rescue_->secret = bootstrap::wire::random_secret();
+  mine.add("rescue", fmt::format("{}:{}", net::default_host_address(), net::local_address(rescue_->listen_fd).port()));
+  mine.add("rescue secret", rescue_->secret.data(), rescue_->secret.size());
   std::vector<bootstrap::Agreed> agreed;
   for (const auto& [knob, value] : settings) {
     mine.add(knob, value);
@@ -86,6 +94,9 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
                                           theirs.text("nranks"), rank, nranks));
     bootstrap::check_agreed(mine, theirs, rank, agreed);
     peers[r] = {r, static_cast<int>(theirs.number("pid", 1, INT32_MAX)), theirs.text("host")};
+    rescue_addrs_.push_back(theirs.text("rescue"));
+    rescue_secrets_.emplace_back();
+    theirs.bytes("rescue secret", rescue_secrets_.back().data(), rescue_secrets_.back().size());
   }
 
   std::vector<int> others;
@@ -197,7 +208,7 @@ Communicator::CallInfo Communicator::query(collectives::CollArgs a, bool device)
 
 Communicator::Cached& Communicator::schedule_for(const collectives::CollArgs& a, collectives::Algo algo) {
   auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op),
-                             a.root, static_cast<int>(algo), a.chunk);
+                             a.root, static_cast<int>(algo), a.chunk, a.in_place);
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     if (cache_.size() > 256) cache_.clear();
@@ -218,22 +229,32 @@ void Communicator::execute(Call& c, bool background, bool device) {
   a.rank = rank_;
   a.nranks = nranks_;
   a.hosts = &host_index_;
+  if (c.premul.on) {
+    if (device) fail(coralInternalError, "a device PreMulSum call reached the executor unscaled");
+    prescale(c);
+  }
   const size_t es = kernels::dtype_size(a.dtype);
   // Training loops repeat one call: its algorithm, chunk and schedule are looked up once.
   const size_t max_bytes = device ? gpu_->chunk_bytes : chunk_bytes();
-  const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype),
-                    static_cast<int>(a.op),   a.root,  max_bytes};
+  const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op),
+                    a.root,  max_bytes, a.in_place};
   collectives::Trial* trial = nullptr;
-  if (!last_ || key != last_key_) {
+  if (a.v) {
+    // A v-collective's schedule depends on its counts: built for this call alone.
+    const collectives::Decision d = tuner_.decide(a, max_bytes, false);
+    a.chunk = d.chunk;
+    v_cached_ = Cached{collectives::build(a, d.algo), a.chunk, {}};
+    last_ = nullptr;
+  } else if (!last_ || key != last_key_) {
     const collectives::Decision d = tuner_.decide(a, max_bytes, !device && !agreeing_);
     trial = d.trial;
     a.chunk = d.chunk;
     last_ = &schedule_for(a, d.algo);
     last_key_ = key;
   }
-  Cached& cached = *last_;
+  Cached& cached = a.v ? v_cached_ : *last_;
   // A trial's next call may run another candidate: this one is not the shape's for good.
-  if (trial) last_ = nullptr;
+  if (trial || a.v) last_ = nullptr;
   a.chunk = cached.chunk;
   uint64_t salt;
   if (a.coll == collectives::Coll::Send)
@@ -241,7 +262,8 @@ void Communicator::execute(Call& c, bool background, bool device) {
   else if (a.coll == collectives::Coll::Recv)
     salt = p2p_seq_recv_[a.root]++;
   else
-    salt = coll_seq_++ * 1000003u + a.count * 31u + static_cast<uint64_t>(a.root);
+    // A v-collective's count is this rank's own: it differs between ranks.
+    salt = coll_seq_++ * 1000003u + (a.v ? 0 : a.count * 31u) + static_cast<uint64_t>(a.root);
   // Point-to-point messages match a Send with a Recv, whatever their dtypes.
   collectives::Coll tag_coll = a.coll == collectives::Coll::Recv ? collectives::Coll::Send : a.coll;
   bool p2p = a.coll == collectives::Coll::Send || a.coll == collectives::Coll::Recv;
@@ -314,6 +336,15 @@ void Communicator::set_last_error(const std::string& msg) {
 void Communicator::wait_idle() { queue_.wait_idle(); }
 
 void Communicator::run(Call call) {
+  if (call.args.coll == collectives::Coll::Send || call.args.coll == collectives::Coll::Recv) {
+    // Through the point-to-point engine, so that a send posted earlier with coralISend, or the
+    // peer's, cannot hold this one up (batch.cc).
+    std::shared_ptr<Request> r = submit(call);
+    std::unique_lock<std::mutex> lock(r->mu);
+    r->cv.wait(lock, [&] { return r->done; });
+    if (r->result != coralSuccess) fail(r->result, r->error);
+    return;
+  }
   wait_idle();
   std::lock_guard<std::mutex> lock(exec_mu_);
   execute(call);
@@ -327,6 +358,12 @@ std::shared_ptr<Request> Communicator::submit(Call call) {
 }
 
 void Communicator::run_queued(std::shared_ptr<Request>& req) {
+  if (!req->ready && (!req->group.empty() || req->call.args.coll == collectives::Coll::Send ||
+                      req->call.args.coll == collectives::Coll::Recv)) {
+    run_batch(req);
+    req.reset();
+    return;
+  }
   // Declared before the request is dropped, so that dropping it (its event) is inside it too.
   std::optional<gpu::ProgressScope> scope;
   if (req->ready) scope.emplace(&gpu_->flag);

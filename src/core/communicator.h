@@ -13,6 +13,7 @@
 
 #include "base/settings.h"
 #include "bootstrap/store.h"
+#include "bootstrap/wire.h"
 #include "collectives/tuner/tuner.h"
 #include "core/executor.h"
 #include "core/progress.h"
@@ -31,12 +32,22 @@ class Communicator {
                double timeout_s = 0);
   ~Communicator();
 
+  // coralCommSplit: collective over this communicator; nullptr for CORAL_SPLIT_NOCOLOR.
+  // Children share the store and inherit the timeout (shrink.cc).
+  std::unique_ptr<Communicator> split(int color, int key);
+  // coralCommShrink: the ranks but `exclude` (sorted, distinct), through a new rendezvous served
+  // by the lowest survivor, so that it works whichever ranks (and store host) died.
+  std::unique_ptr<Communicator> shrink(const std::vector<int>& exclude);
+
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
 
   // Blocking: waits for queued non-blocking operations, then runs the call on this thread.
   void run(Call call);
   std::shared_ptr<Request> submit(Call call);
+  // A group's calls on this communicator as one request: collectives in order, then every
+  // point-to-point call together (core/p2p.h).
+  std::shared_ptr<Request> submit_group(std::vector<Call> calls);
   // Stream-ordered (NCCL's semantics): returns at once; the call runs once the stream's earlier
   // work is done, and the stream's later work waits for it. device: the buffers are on the GPU.
   void run_on_stream(Call call, void* stream, bool device);
@@ -58,6 +69,13 @@ class Communicator {
   const std::string& transport_of(int peer) const { return host_.transport_of[peer]; }
   // The largest message the transports take: the chunk for algorithms without a pipeline.
   size_t chunk_bytes() const { return host_.max_message == SIZE_MAX ? (1u << 20) : host_.max_message; }
+  // PreMulSum ops (coralRedOpCreatePreMulSum): handles from coralNumOps up, below coralBand,
+  // that name this communicator, so a destroyed or another communicator's op is refused.
+  static constexpr int kMaxPremulOps = 64;
+  coralRedOp_t create_premul(const void* scalar, coralDataType_t dtype, bool device_scalar);
+  void destroy_premul(coralRedOp_t op);
+  // The scalar a call of dtype with op uses; throws coralInvalidArgument naming what is wrong.
+  Premul premul_op(coralRedOp_t op, coralDataType_t dtype) const;
   // Marks the communicator failed and tells local peers.
   void abort(const std::string& why);
   coralResult_t async_error() const;
@@ -72,6 +90,12 @@ class Communicator {
   void run_stream_call(Request& r);
   void connect_device_links();
   void staged(Call& call);
+  // A PreMulSum call's inputs scaled into premul_buf_, which becomes its send buffer (premul.cc).
+  void prescale(Call& call);
+  // The same on the GPU, into GpuState::premul (premul.cc).
+  void prescale_device(Call& call);
+  // Elements of the send buffer a reducing call reads.
+  size_t reduced_elems(const Call& call) const;
   // The pinned buffers staged() runs call through: send pieces in 0 and 1, receive pieces in 2
   // and 3 (a whole non-element-wise call in 0 and 2), null where unused. The caller's thread
   // calls it first, before its stream is parked, so that staged() finds them allocated.
@@ -83,6 +107,9 @@ class Communicator {
   Cached& schedule_for(const collectives::CollArgs& a, collectives::Algo algo);
   // On the progress thread: runs one queued request and finishes it.
   void run_queued(std::shared_ptr<Request>& req);
+  // A group or point-to-point request, with the point-to-point requests queued behind it
+  // (batch.cc); finishes every request it runs.
+  void run_batch(std::shared_ptr<Request>& first);
   void probe_links();
   void p2p(bool send, void* buf, size_t bytes, int peer);
   void wait_idle();
@@ -91,6 +118,19 @@ class Communicator {
 
   std::shared_ptr<bootstrap::Store> store_;
   std::string prefix_;
+  double timeout_override_;  // the creator's timeout_s (0: CORAL_TIMEOUT), inherited by children
+  uint64_t split_seq_ = 0, shrink_seq_ = 0;
+  // The rendezvous this rank serves once a shrink makes it the root: bound at creation.
+  struct Rescue {
+    int listen_fd = -1;
+    bootstrap::wire::Secret secret{};
+    std::shared_ptr<void> server;  // started by the first shrink that needs it
+    ~Rescue();
+  };
+  std::shared_ptr<Rescue> rescue_;
+  std::vector<std::string> rescue_addrs_;                // by rank
+  std::vector<bootstrap::wire::Secret> rescue_secrets_;  // by rank
+  std::shared_ptr<void> keepalive_;  // a shrink's rendezvous, served by the parent's root
   std::vector<transport::PeerInfo> peers_;
   int rank_, nranks_;
   config::Settings settings_;
@@ -101,22 +141,32 @@ class Communicator {
   uint64_t coll_seq_ = 0;
   std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;
   std::unique_ptr<GpuState> gpu_;
-  using CacheKey = std::tuple<int, size_t, int, int, int, int, size_t>;
+  using CacheKey = std::tuple<int, size_t, int, int, int, int, size_t, bool>;
   struct Cached {
     collectives::Schedule schedule;
     size_t chunk;  // elements, as the schedule was built with
     Plan plan;     // against host_.links, made at the first host call
   };
   std::map<CacheKey, Cached> cache_;
+  Cached v_cached_;  // the running v-collective's
   bool agreeing_ = false;  // inside agree(): its all-reduce runs the cost model's pick
   // The last call's shape and its chunk limit, and what it was given: a cache_ entry
   // (schedule_for() only clears cache_ on a miss, which sets last_ again).
-  using CallKey = std::tuple<int, size_t, int, int, int, size_t>;
+  using CallKey = std::tuple<int, size_t, int, int, int, size_t, bool>;
   CallKey last_key_;
   Cached* last_ = nullptr;
   std::vector<std::byte> scratch_;
   int spin_ = 0;
   int pause_polls_ = 0;
+
+  struct PremulSlot {
+    bool live = false;
+    coralDataType_t dtype = coralFloat32;
+    Premul scalar;
+  };
+  std::array<PremulSlot, kMaxPremulOps> premul_ops_{};
+  int premul_base_ = 0;  // this communicator's handle range: [base, base + kMaxPremulOps)
+  std::vector<std::byte> premul_buf_;  // pre-scaled inputs of host calls
 
   mutable std::mutex state_mu_;
   // Written under state_mu_, after failure_; atomic so that check_usable() need not lock.

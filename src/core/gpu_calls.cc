@@ -18,6 +18,11 @@
 
 namespace coral {
 
+namespace {
+// Bytes of the larger of a call's two buffers (defined below with extent()).
+size_t extent_bytes(const Call& c, int rank, int nranks);
+}  // namespace
+
 int Communicator::gpu_device() {
   std::lock_guard<std::mutex> lock(queue_.mutex());
   return gpu_ ? gpu_->device : -1;
@@ -48,6 +53,11 @@ void Communicator::run_on_stream(Call call, void* stream, bool device) {
     if (!gpu_->connected) connect_device_links();
   }
   if (device && !gpu_->all_local) staging_buffers(call);
+  if (device && gpu_->all_local && call.premul.on)
+    gpu_->premul.get(reduced_elems(call) * kernels::dtype_size(call.args.dtype));
+  if (device && gpu_->all_local && call.args.in_place &&
+      (call.args.coll == collectives::Coll::AllToAll || call.args.coll == collectives::Coll::AllToAllv))
+    gpu_->scratch.get(std::max(gpu_->chunk_bytes, extent_bytes(call, rank_, nranks_)));
   auto req = std::make_shared<Request>();
   req->call = call;
   req->device = device;
@@ -74,8 +84,10 @@ void Communicator::run_stream_call(Request& r) {
       execute(r.call, true);
       return;
     }
-    if (gpu_->all_local)
+    if (gpu_->all_local) {
+      if (r.call.premul.on) prescale_device(r.call);
       execute(r.call, true, true);
+    }
     else
       staged(r.call);
   } catch (const Error& e) {
@@ -123,6 +135,13 @@ struct Extent {
   bool elementwise = true;
 };
 
+// The end of the furthest block of a v-collective; without displacements, the blocks' sum.
+size_t span(const std::vector<size_t>& counts, const std::vector<size_t>& displs) {
+  size_t end = 0;
+  for (size_t q = 0; q < counts.size(); ++q) end = displs.empty() ? end + counts[q] : std::max(end, displs[q] + counts[q]);
+  return end;
+}
+
 Extent extent(const Call& c, int rank, int nranks) {
   const collectives::CollArgs& a = c.args;
   const size_t n = a.count;
@@ -144,8 +163,25 @@ Extent extent(const Call& c, int rank, int nranks) {
       return {n, n * nranks, false};
     case Coll::Barrier:
       return {0, 0, true};
+    case Coll::AllToAll:
+      return {n * nranks, n * nranks, false};
+    case Coll::Gather:
+      return {n, rank == a.root ? n * nranks : 0, false};
+    case Coll::Scatter:
+      return {rank == a.root ? n * nranks : 0, n, false};
+    case Coll::AllToAllv:
+      return {span(a.v->send_counts, a.v->send_displs), span(a.v->recv_counts, a.v->recv_displs), false};
+    case Coll::AllGatherv:
+      return {n, span(a.v->recv_counts, a.v->recv_displs), false};
+    case Coll::ReduceScatterv:
+      return {span(a.v->recv_counts, {}), n, false};
   }
   return {};
+}
+
+size_t extent_bytes(const Call& c, int rank, int nranks) {
+  const Extent e = extent(c, rank, nranks);
+  return std::max(e.send, e.recv) * kernels::dtype_size(c.args.dtype);
 }
 
 // Elements per staged piece of an element-wise call.
@@ -181,6 +217,7 @@ void Communicator::staged(Call& c) {
     Call sub = c;
     sub.send = buf[0];
     sub.recv = buf[2];
+    sub.args.in_place = false;  // the staging buffers are apart
     if (ext.send) gpu::copy_async(const_cast<void*>(sub.send), send, ext.send * es, s);
     g.stream.sync();
     execute(sub, true);

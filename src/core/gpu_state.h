@@ -95,6 +95,7 @@ struct GpuState {
   std::shared_ptr<EventPool> events = std::make_shared<EventPool>();
   DeviceBuffer scratch;   // one-shot and two-shot fold here: at most chunk_bytes
   PinnedBuffer stage[4];  // send and receive staging, double-buffered
+  DeviceBuffer premul;    // PreMulSum's scaled inputs
   gpu::Event staged[2];   // piece k copied to pinned memory
   gpu::Event landed[2];   // piece k copied back to the GPU
 };

@@ -42,6 +42,22 @@ void ProgressQueue::wait_idle() {
   cv_.wait(lock, [&] { return outstanding_ == 0; });
 }
 
+std::shared_ptr<Request> ProgressQueue::take_front_if(const std::function<bool(const Request&)>& want) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (queue_.empty() || !want(*queue_.front())) return nullptr;
+  std::shared_ptr<Request> req = std::move(queue_.front());
+  queue_.pop_front();
+  return req;
+}
+
+void ProgressQueue::adopted_done() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    outstanding_.fetch_sub(1, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
 void ProgressQueue::loop() {
   log::set_thread_rank(rank_);
   while (true) {

@@ -22,10 +22,19 @@ namespace gpu {
 class Event;
 }
 
+// A PreMulSum op's scalar as a call uses it (args.op is then coralSum).
+struct Premul {
+  bool on = false;
+  bool device_scalar = false;  // ptr is device memory, read when the call runs
+  const void* ptr = nullptr;
+  alignas(8) unsigned char value[8] = {};  // the host-immediate scalar, copied at creation
+};
+
 struct Call {
   collectives::CollArgs args;  // rank/nranks/chunk are filled by the communicator
   const void* send = nullptr;
   void* recv = nullptr;
+  Premul premul;
 };
 
 inline Call make_call(collectives::Coll coll, const void* send, void* recv, size_t count, coralDataType_t dtype,
@@ -43,6 +52,9 @@ inline Call make_call(collectives::Coll coll, const void* send, void* recv, size
 
 struct Request {
   Call call;
+  // A group (coralGroupStart/End): its calls, run in order with the point-to-point ones together;
+  // call is unused then.
+  std::vector<Call> group;
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
@@ -70,6 +82,10 @@ class ProgressQueue {
   void submit(std::shared_ptr<Request> req, const std::function<void()>& before = {});
   // Returns once every queued request has finished.
   void wait_idle();
+  // For the runner: pops the next queued request if `want` accepts it (nullptr otherwise); the
+  // runner then owes an adopted_done() once it has finished that request.
+  std::shared_ptr<Request> take_front_if(const std::function<bool(const Request&)>& want);
+  void adopted_done();
   // The queue's lock, for state the caller guards with it.
   std::mutex& mutex() { return mu_; }
 

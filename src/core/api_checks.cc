@@ -1,0 +1,188 @@
+#include "core/api_checks.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "gpu/runtime.h"
+#include "kernels/reduce.h"
+
+namespace coral::capi {
+
+using collectives::Coll;
+
+Communicator& need(coralComm* comm) {
+  if (!comm) fail(coralInvalidArgument, "comm is NULL");
+  if (!comm->ready.load(std::memory_order_acquire))
+    fail(coralInProgress, "the communicator is still being created (coralCommGetAsyncError says when it is up)");
+  if (!comm->impl) fail(comm->init_result, "the communicator's creation failed: " + comm->init_error);
+  return *comm->impl;
+}
+
+void check_type(coralDataType_t t) {
+  if (!kernels::valid_dtype(t)) fail(coralInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(t)));
+}
+
+void check_op(Communicator& c, coralRedOp_t op, coralDataType_t t, Call& call) {
+  if (op >= coralNumOps && op < coralBand) {
+    call.premul = c.premul_op(op, t);  // throws for a destroyed or foreign op, or another datatype
+    return;
+  }
+  if (!kernels::valid_op(op)) fail(coralInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(op)));
+  if (!kernels::op_fits(t, op))
+    fail(coralInvalidArgument, fmt::format("op {} is bitwise, for integer types; datatype {} is not one",
+                                           kernels::op_name(op), kernels::dtype_name(t)));
+}
+
+void check_buf(const void* p, size_t count, const char* name) {
+  if (!p && count > 0) fail(coralInvalidArgument, std::string(name) + " is NULL with count > 0");
+}
+
+void check_bytes(size_t count, coralDataType_t t, size_t factor) {
+  size_t es = kernels::dtype_size(t);
+  if (factor == 0) factor = 1;
+  if (count > static_cast<size_t>(PTRDIFF_MAX) / es / factor)
+    fail(coralInvalidArgument, "count " + std::to_string(count) + " overflows the addressable size");
+}
+
+void check_root(const Communicator& c, int root, const char* what) {
+  if (root < 0 || root >= c.nranks())
+    fail(coralInvalidArgument,
+         std::string(what) + " " + std::to_string(root) + " is out of range [0, " + std::to_string(c.nranks()) + ")");
+}
+
+size_t check_counts(const Communicator& c, const size_t* counts, coralDataType_t t, const char* name) {
+  if (!counts) fail(coralInvalidArgument, std::string(name) + " is NULL");
+  size_t sum = 0;
+  const size_t limit = static_cast<size_t>(PTRDIFF_MAX) / kernels::dtype_size(t);
+  for (int q = 0; q < c.nranks(); ++q) {
+    if (counts[q] > limit - sum)
+      fail(coralInvalidArgument, fmt::format("{}[{}] = {} overflows the addressable size", name, q, counts[q]));
+    sum += counts[q];
+  }
+  return sum;
+}
+
+int buffers_device(Communicator& c, const Call& call, void* stream) {
+  if (!gpu::usable()) {
+    if (stream)
+      fail(coralUnhandledCudaError, "a CUDA stream was passed but CUDA is not usable here (" + gpu::why_not() +
+                                        "); host buffers take stream NULL");
+    return -1;
+  }
+  const void* bufs[2] = {call.send, call.recv};
+  const char* names[2] = {"sendbuff", "recvbuff"};
+  int dev[2] = {-2, -2};
+  for (int i = 0; i < 2; ++i)
+    if (bufs[i] && call.args.count)  // in place: one pointer query, not two
+      dev[i] = i == 1 && bufs[1] == bufs[0] ? dev[0] : gpu::device_of(bufs[i]);
+  if (dev[0] != -2 && dev[1] != -2 && (dev[0] < 0) != (dev[1] < 0)) {
+    const int g = dev[0] < 0 ? 1 : 0;  // the one on the GPU
+    fail(coralInvalidArgument, fmt::format("{} is host memory but {} is on GPU {}: pass both on the GPU or both on "
+                                           "the host",
+                                           names[1 - g], names[g], dev[g]));
+  }
+  int d = std::max(dev[0], dev[1]);
+  if (d < 0) return -1;
+  int current = gpu::current_device(), comm_dev = c.gpu_device();
+  for (int i = 0; i < 2; ++i) {
+    if (dev[i] < 0) continue;
+    if (comm_dev >= 0 && dev[i] != comm_dev)
+      fail(coralInvalidArgument, fmt::format("{} is on GPU {} but this communicator uses GPU {}: keep one GPU per "
+                                             "communicator",
+                                             names[i], dev[i], comm_dev));
+    if (dev[i] != current)
+      fail(coralInvalidArgument, fmt::format("{} is on GPU {} but the current device is GPU {}: call "
+                                             "cudaSetDevice({}) first",
+                                             names[i], dev[i], current, dev[i]));
+  }
+  return d;
+}
+
+Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
+                      int root) {
+  Communicator& c = need(comm);
+  Call call;
+  check_type(t);
+  if (coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce)
+    check_op(c, op, t, call);
+  else
+    op = coralSum;
+  size_t factor = (coll == Coll::ReduceScatter || coll == Coll::AllGather) ? c.nranks() : 1;
+  check_bytes(n, t, factor);
+  switch (coll) {
+    case Coll::Broadcast:
+      check_root(c, root, "root");
+      if (c.rank() == root) check_buf(s, n, "sendbuff");
+      check_buf(r, n, "recvbuff");
+      break;
+    case Coll::Reduce:
+      check_root(c, root, "root");
+      check_buf(s, n, "sendbuff");
+      if (c.rank() == root) check_buf(r, n, "recvbuff");
+      break;
+    case Coll::Send:
+      check_root(c, root, "peer");
+      check_buf(s, n, "sendbuff");
+      break;
+    case Coll::Recv:
+      check_root(c, root, "peer");
+      check_buf(r, n, "recvbuff");
+      break;
+    default:
+      check_buf(s, n, "sendbuff");
+      check_buf(r, n, "recvbuff");
+  }
+  Call made = make_call(coll, s, r, n, t, op, root);
+  made.premul = call.premul;
+  if (made.premul.on) made.args.op = coralSum;
+  return made;
+}
+
+coralResult_t launch(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make, void* stream) {
+  return guard(comm, fn, [&] {
+    Communicator& c = need(comm);
+    Call call;
+    int dev;
+    try {
+      call = make(c);
+      dev = buffers_device(c, call, stream);
+    } catch (const Error& e) {
+      group_failed(e.code(), std::string(fn) + ": " + e.what());
+      throw;
+    }
+    if (group_depth() > 0) return group_add(comm, std::move(call), stream, dev >= 0);
+    if ((call.args.coll == Coll::Send || call.args.coll == Coll::Recv) && call.args.root == c.rank())
+      fail(coralInvalidUsage, fmt::format("{} this rank ({}) outside a group would wait forever for its own "
+                                          "match: put both in one coralGroupStart/End, or use coralISend/coralIRecv",
+                                          call.args.coll == Coll::Send ? "a send to" : "a receive from", c.rank()));
+    // Device buffers with stream NULL follow NCCL: the legacy default stream.
+    if (stream || dev >= 0)
+      c.run_on_stream(call, stream, dev >= 0);
+    else
+      c.run(call);
+  });
+}
+
+coralResult_t launch_nb(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make,
+                        coralRequest_t* req) {
+  return guard(comm, fn, [&] {
+    if (!req) fail(coralInvalidArgument, "request is NULL");
+    *req = nullptr;
+    Communicator& c = need(comm);
+    Call call = make(c);
+    if (group_depth() > 0) {
+      const char* why =
+          "non-blocking calls are not deferred by groups: call them outside coralGroupStart/End, or use the "
+          "blocking form inside the group";
+      group_failed(coralInvalidUsage, std::string(fn) + ": " + why);
+      fail(coralInvalidUsage, why);
+    }
+    if (buffers_device(c, call, nullptr) >= 0)
+      fail(coralInvalidArgument,
+           "non-blocking calls take host buffers; device buffers go through the blocking "
+           "calls with a stream, which return at once");
+    *req = new coralRequest{c.submit(call), comm};
+  });
+}
+
+}  // namespace coral::capi

@@ -1,0 +1,48 @@
+// What every C entry point on a communicator shares (api*.cc): the argument checks, and the
+// launch of a validated call (now, on a stream, queued, or deferred into the thread's group).
+#pragma once
+#include <coral/coral.h>
+
+#include <functional>
+#include <memory>
+
+#include "core/communicator.h"
+#include "core/guard.h"
+
+struct coralRequest {
+  std::shared_ptr<coral::Request> req;
+  coralComm* comm;
+};
+
+namespace coral::capi {
+
+Communicator& need(coralComm* comm);
+void check_type(coralDataType_t t);
+// op for datatype t on c: a built-in op, or a live PreMulSum op of c for t. Fills call's premul.
+void check_op(Communicator& c, coralRedOp_t op, coralDataType_t t, Call& call);
+void check_buf(const void* p, size_t count, const char* name);
+// count * factor elements of t stay addressable.
+void check_bytes(size_t count, coralDataType_t t, size_t factor);
+void check_root(const Communicator& c, int root, const char* what);
+// counts[0..nranks): non-NULL, each addressable; returns their sum.
+size_t check_counts(const Communicator& c, const size_t* counts, coralDataType_t t, const char* name);
+// Where the call's buffers live: -1 for host memory, else the GPU (refusals name what is wrong).
+int buffers_device(Communicator& c, const Call& call, void* stream);
+// The checked call of one of the original collectives (and send/recv).
+Call validated(coralComm* comm, collectives::Coll coll, const void* s, void* r, size_t n, coralDataType_t t,
+               coralRedOp_t op, int root);
+
+// Runs what make() returns: deferred when this thread is inside a group, else at once (stream
+// NULL and host buffers) or stream-ordered.
+coralResult_t launch(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make, void* stream);
+// The non-blocking form: host buffers only, queued on the progress thread.
+coralResult_t launch_nb(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make,
+                        coralRequest_t* req);
+
+// Groups (api_group.cc): the depth of this thread's coralGroupStart, and deferring a call.
+int group_depth();
+void group_add(coralComm* comm, Call call, void* stream, bool device);
+// A call inside a group failed its checks: coralGroupEnd returns the first such failure.
+void group_failed(coralResult_t rc, const std::string& msg);
+
+}  // namespace coral::capi

@@ -1,0 +1,117 @@
+// Groups (coralGroupStart/End) and the non-blocking point-to-point calls. A group defers its
+// calls to coralGroupEnd, then hands each communicator's host calls to its progress thread as
+// one request, where the point-to-point ones progress together (core/p2p.h).
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "core/api_checks.h"
+
+namespace coral::capi {
+
+namespace {
+
+struct Member {
+  coralComm* comm;
+  Call call;
+  void* stream;
+  bool device;
+};
+
+struct GroupState {
+  int depth = 0;
+  std::vector<Member> members;
+  coralResult_t error = coralSuccess;  // the first member's failure, at its call
+  std::string message;
+};
+
+thread_local GroupState t_group;
+
+}  // namespace
+
+int group_depth() { return t_group.depth; }
+
+void group_add(coralComm* comm, Call call, void* stream, bool device) {
+  t_group.members.push_back({comm, std::move(call), stream, device});
+}
+
+void group_failed(coralResult_t rc, const std::string& msg) {
+  if (t_group.depth == 0 || t_group.error != coralSuccess) return;
+  t_group.error = rc;
+  t_group.message = msg;
+}
+
+}  // namespace coral::capi
+
+namespace {
+
+using coral::fail;
+using coral::collectives::Coll;
+using namespace coral::capi;
+
+// Runs the members: per communicator, stream-ordered ones in order, host ones as one request;
+// every communicator's request is queued before any is waited for.
+void run_members(std::vector<Member>& members) {
+  std::vector<coralComm*> comms;
+  for (const Member& m : members)
+    if (std::find(comms.begin(), comms.end(), m.comm) == comms.end()) comms.push_back(m.comm);
+  std::vector<std::pair<coralComm*, std::shared_ptr<coral::Request>>> pending;
+  for (coralComm* comm : comms) {
+    coral::Communicator& c = need(comm);
+    std::vector<coral::Call> host;
+    for (Member& m : members) {
+      if (m.comm != comm) continue;
+      if (m.stream || m.device)
+        c.run_on_stream(m.call, m.stream, m.device);
+      else
+        host.push_back(std::move(m.call));
+    }
+    if (!host.empty()) pending.emplace_back(comm, c.submit_group(std::move(host)));
+  }
+  coralResult_t first = coralSuccess;
+  std::string why;
+  for (auto& [comm, req] : pending) {
+    std::unique_lock<std::mutex> lock(req->mu);
+    req->cv.wait(lock, [&] { return req->done; });
+    if (req->result != coralSuccess && first == coralSuccess) {
+      first = req->result;
+      why = req->error;
+      comm->impl->set_last_error("coralGroupEnd: " + why);
+    }
+  }
+  if (first != coralSuccess) fail(first, why);
+}
+
+}  // namespace
+
+extern "C" {
+
+coralResult_t coralGroupStart(void) {
+  return guard(nullptr, "coralGroupStart", [] { ++t_group.depth; });
+}
+
+coralResult_t coralGroupEnd(void) {
+  return guard(nullptr, "coralGroupEnd", [] {
+    if (t_group.depth == 0) fail(coralInvalidUsage, "coralGroupEnd without a matching coralGroupStart");
+    if (--t_group.depth > 0) return;
+    GroupState g = std::move(t_group);
+    t_group = GroupState{};
+    // A member refused at its call leaves the group unrun: the peers' matching calls then fail
+    // or time out, rather than half of it running.
+    if (g.error != coralSuccess) fail(g.error, g.message);
+    run_members(g.members);
+  });
+}
+
+coralResult_t coralISend(const void* s, size_t n, coralDataType_t t, int peer, coralComm_t comm, coralRequest_t* q) {
+  return launch_nb(
+      "coralISend", comm, [&](coral::Communicator&) { return validated(comm, Coll::Send, s, nullptr, n, t, coralSum, peer); },
+      q);
+}
+
+coralResult_t coralIRecv(void* r, size_t n, coralDataType_t t, int peer, coralComm_t comm, coralRequest_t* q) {
+  return launch_nb(
+      "coralIRecv", comm, [&](coral::Communicator&) { return validated(comm, Coll::Recv, nullptr, r, n, t, coralSum, peer); },
+      q);
+}
+
+}  // extern "C"

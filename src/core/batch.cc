@@ -1,0 +1,122 @@
+// Groups and point-to-point requests on the progress thread. A point-to-point request may need
+// its peer to post a matching call first (a send before the peer's receive), so it is never run
+// alone to completion: the engine moves all of them at once, adopting those queued behind it.
+#include <fmt/format.h>
+#include <immintrin.h>
+#include <time.h>
+
+#include <optional>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "core/communicator.h"
+#include "core/p2p.h"
+
+namespace coral {
+
+namespace {
+
+bool is_p2p(const Call& c) { return c.args.coll == collectives::Coll::Send || c.args.coll == collectives::Coll::Recv; }
+
+// A request the running engine may take over: host point-to-point calls only.
+bool p2p_only(const Request& r) {
+  if (r.ready) return false;  // stream-ordered
+  if (r.group.empty()) return is_p2p(r.call);
+  for (const Call& c : r.group)
+    if (!is_p2p(c)) return false;
+  return true;
+}
+
+std::vector<P2POp> p2p_ops(Request& r) {
+  std::vector<P2POp> ops;
+  auto add = [&](const Call& c) {
+    if (!is_p2p(c)) return;
+    P2POp op;
+    op.send = c.args.coll == collectives::Coll::Send;
+    op.peer = c.args.root;
+    op.buf = static_cast<std::byte*>(op.send ? const_cast<void*>(c.send) : c.recv);
+    op.bytes = c.args.count * kernels::dtype_size(c.args.dtype);
+    ops.push_back(op);
+  };
+  if (r.group.empty())
+    add(r.call);
+  else
+    for (const Call& c : r.group) add(c);
+  return ops;
+}
+
+}  // namespace
+
+std::shared_ptr<Request> Communicator::submit_group(std::vector<Call> calls) {
+  auto req = std::make_shared<Request>();
+  req->group = std::move(calls);
+  queue_.submit(req);
+  return req;
+}
+
+void Communicator::run_batch(std::shared_ptr<Request>& first) {
+  std::vector<std::shared_ptr<Request>> owners;  // by engine id; null once finished
+  std::vector<bool> adopted;
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  P2PEngine engine(rank_, host_.links, settings_.chunk_bytes, p2p_seq_send_, p2p_seq_recv_);
+  auto finish = [&](size_t id, coralResult_t rc, const std::string& err) {
+    if (!owners[id]) return;
+    owners[id]->finish(rc, err);
+    owners[id].reset();
+    if (adopted[id]) queue_.adopted_done();
+  };
+  owners.push_back(first);
+  adopted.push_back(false);
+  try {
+    check_usable();
+    if (!first->group.empty())
+      for (Call& c : first->group)
+        if (!is_p2p(c)) execute(c, true);
+    engine.add(p2p_ops(*first));
+    // A new monitor after each move: the timeout counts how long nothing moved.
+    std::optional<PeerMonitor> mon;
+    auto fresh = [&] {
+      mon.emplace(rank_, host_.domain_of.data(), host_.polled, timeout_s_, "point-to-point", 0, 0, host_.cpu_gate);
+    };
+    fresh();
+    int idle = 0;
+    while (true) {
+      for (size_t id = 0; id < owners.size(); ++id)
+        if (owners[id] && engine.owner_done(id)) finish(id, coralSuccess, "");
+      if (std::shared_ptr<Request> next = queue_.take_front_if(p2p_only)) {
+        owners.push_back(std::move(next));
+        adopted.push_back(true);
+        engine.add(p2p_ops(*owners.back()));
+        continue;
+      }
+      if (engine.all_done()) break;
+      if (engine.progress(*mon)) {
+        idle = 0;
+        fresh();
+        continue;
+      }
+      mon->poll_others(nullptr);  // network transports move only when polled
+      if (++idle < 64) {
+        _mm_pause();
+      } else if (idle < 256) {
+        sched_yield();
+      } else {
+        timespec ts{0, 50 * 1000};
+        nanosleep(&ts, nullptr);
+        for (int peer : engine.waiting_on()) mon->check(peer);
+      }
+    }
+    for (auto& d : host_.domains) d->drain(*mon);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (failed_.load() == coralSuccess) {  // else execute() recorded it, named
+      msg = fmt::format("rank {}: {}", rank_, e.what());
+      record_failure(e.code(), msg);
+    }
+    for (size_t id = 0; id < owners.size(); ++id) finish(id, e.code(), msg);
+  } catch (const std::exception& e) {
+    for (size_t id = 0; id < owners.size(); ++id) finish(id, coralInternalError, e.what());
+  }
+}
+
+}  // namespace coral

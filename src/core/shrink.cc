@@ -1,0 +1,96 @@
+// New communicators from an existing one. A split runs over the parent (an all-gather of colors
+// and keys) and meets in the parent's store. A shrink cannot count on either: the parent has
+// failed, and the dead may include the process serving its store. So every rank binds a socket
+// at creation and announces it with a secret of its own; a shrink's survivors meet on the one of
+// the lowest surviving rank, which starts serving on it.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "bootstrap/exchange.h"
+#include "bootstrap/tcp_store.h"
+#include "core/communicator.h"
+
+namespace coral {
+
+Communicator::Rescue::~Rescue() {
+  if (!server && listen_fd >= 0) close(listen_fd);  // else the server owns it
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+  std::vector<int64_t> mine{color, key}, all(2 * static_cast<size_t>(nranks_));
+  run(make_call(collectives::Coll::AllGather, mine.data(), all.data(), 2, coralInt64, coralSum, 0));
+  const uint64_t seq = split_seq_++;
+  // Checked after the exchange, so that every rank fails alike rather than leaving the others
+  // waiting in it.
+  for (int q = 0; q < nranks_; ++q)
+    if (all[2 * q] < 0 && all[2 * q] != CORAL_SPLIT_NOCOLOR)
+      fail(coralInvalidArgument, fmt::format("rank {} passed color {}: colors are >= 0, or CORAL_SPLIT_NOCOLOR ({})", q,
+                                             all[2 * q], CORAL_SPLIT_NOCOLOR));
+  if (color == CORAL_SPLIT_NOCOLOR) return nullptr;
+  std::vector<int> members;
+  for (int q = 0; q < nranks_; ++q)
+    if (all[2 * q] == color) members.push_back(q);
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+  const int me = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  log::info(log::Init, "split {}: color {} key {} -> rank {} of {}", seq, color, key, me, members.size());
+  auto child = std::make_unique<Communicator>(store_, fmt::format("{}/s{}c{}", prefix_, seq, color), me,
+                                              static_cast<int>(members.size()), timeout_override_);
+  child->keepalive_ = keepalive_;
+  return child;
+}
+
+namespace {
+
+std::string list_text(const std::vector<int>& ranks) {
+  std::string s = "{";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "}";
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclude) {
+  std::vector<int> alive;
+  for (int q = 0; q < nranks_; ++q)
+    if (!std::binary_search(exclude.begin(), exclude.end(), q)) alive.push_back(q);
+  const int root = alive.front();
+  const uint64_t seq = shrink_seq_++;
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
+  if (root == rank_ && !rescue_->server) {
+    rescue_->server = std::make_shared<bootstrap::TcpStoreServer>(rescue_->listen_fd, rescue_->secret, false, timeout);
+    log::info(log::Init, "shrink: rank {} serves the survivors' rendezvous at {}", rank_, rescue_addrs_[rank_]);
+  }
+  auto store = std::make_shared<bootstrap::TcpStore>(net::resolve(rescue_addrs_[root]), rescue_secrets_[root], timeout);
+  const std::string prefix = fmt::format("shrink/{}/{}", prefix_, seq);
+  const int me = static_cast<int>(std::find(alive.begin(), alive.end(), rank_) - alive.begin());
+  // Survivors must agree on who is gone: each compares every other survivor's list with its own.
+  bootstrap::Exchange ex(*store, prefix + "/agree", rank_, timeout);
+  bootstrap::Record mine("shrink record", rank_);
+  mine.add("exclude", list_text(exclude));
+  ex.publish("exclude", mine);
+  for (int q : alive) {
+    if (q == rank_) continue;
+    bootstrap::Record theirs;
+    try {
+      theirs = ex.read("exclude", q, mine.what());
+    } catch (const Error& e) {
+      fail(e.code(), fmt::format("rank {} did not join the shrink (is it dead too? then exclude it): {}", q, e.what()));
+    }
+    if (theirs.text("exclude") != mine.text("exclude"))
+      fail(coralInvalidUsage, fmt::format("ranks passed different exclude lists to coralCommShrink: rank {} excludes "
+                                          "{}, rank {} excludes {}",
+                                          q, theirs.text("exclude"), rank_, mine.text("exclude")));
+  }
+  log::info(log::Init, "shrink {}: excluding {} -> rank {} of {}", seq, list_text(exclude), me, alive.size());
+  auto child = std::make_unique<Communicator>(store, prefix, me, static_cast<int>(alive.size()), timeout_override_);
+  // The root's rendezvous serves the child for its whole life (its device links connect later).
+  child->keepalive_ = root == rank_ ? std::shared_ptr<void>(rescue_) : keepalive_;
+  return child;
+}
+
+}  // namespace coral

@@ -1,0 +1,195 @@
+// Groups, point-to-point calls, split and PreMulSum through the public C API, ranks as threads
+// of one process (each thread its own communicator, met through a unique id).
+#include <coral/coral.h>
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// Runs body(rank, comm) on p threads; returns the first error any thread reported.
+std::string on_ranks(int p, const std::function<std::string(int, coralComm_t)>& body) {
+  coralUniqueId id;
+  if (coralGetUniqueId(&id) != coralSuccess) return "coralGetUniqueId failed";
+  std::vector<std::string> errors(p);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      coralComm_t comm = nullptr;
+      if (coralCommInitRank(&comm, p, id, r) != coralSuccess) {
+        errors[r] = fmt::format("rank {}: init: {}", r, coralGetLastError(nullptr));
+        return;
+      }
+      errors[r] = body(r, comm);
+      coralCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (!e.empty()) return e;
+  return "";
+}
+
+// A byte of rank r's message at index i: differs between ranks, offsets and message sizes.
+uint8_t pattern(int r, size_t i) { return static_cast<uint8_t>((r * 131 + i * 7 + (i >> 12)) & 0xff); }
+
+std::string check_bytes(const std::vector<uint8_t>& got, int from, const std::string& what) {
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != pattern(from, i))
+      return fmt::format("{}: byte {} is {}, expected {} (from rank {})", what, i, got[i], pattern(from, i), from);
+  return "";
+}
+
+#define CALL(x)                                                                          \
+  do {                                                                                   \
+    if (coralResult_t rc_ = (x); rc_ != coralSuccess)                                    \
+      return fmt::format("rank {}: {} gave {}: {}", rank, #x, static_cast<int>(rc_),     \
+                         coralGetLastError(comm)[0] ? coralGetLastError(comm) : coralGetLastError(nullptr)); \
+  } while (0)
+
+// Every rank sends right and receives left, in one group, in the given order.
+std::string ring_exchange(int rank, coralComm_t comm, size_t bytes, bool recv_first) {
+  int p;
+  coralCommCount(comm, &p);
+  const int right = (rank + 1) % p, left = (rank + p - 1) % p;
+  std::vector<uint8_t> out(bytes), in(bytes, 0xEE);
+  for (size_t i = 0; i < bytes; ++i) out[i] = pattern(rank, i);
+  CALL(coralGroupStart());
+  if (recv_first) CALL(coralRecv(in.data(), bytes, coralUint8, left, comm, nullptr));
+  CALL(coralSend(out.data(), bytes, coralUint8, right, comm, nullptr));
+  if (!recv_first) CALL(coralRecv(in.data(), bytes, coralUint8, left, comm, nullptr));
+  CALL(coralGroupEnd());
+  return check_bytes(in, left, fmt::format("rank {} ring of {} bytes", rank, bytes));
+}
+
+}  // namespace
+
+TEST_CASE("a ring exchange in one group works at any P and size, self at P=1") {
+  for (int p = 1; p <= 8; ++p)
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{4097}, size_t{1} << 20, size_t{16} << 20}) {
+      if (bytes > (1u << 20) && p > 4) continue;  // memory and time: 16 MiB at P <= 4
+      INFO("P=" << p << " bytes=" << bytes);
+      CHECK(on_ranks(p, [&](int r, coralComm_t c) {
+              std::string e = ring_exchange(r, c, bytes, false);
+              return e.empty() ? ring_exchange(r, c, bytes, true) : e;
+            }) == "");
+    }
+}
+
+TEST_CASE("two collectives in one group give each its result") {
+  for (int p : {1, 3, 4}) {
+    INFO("P=" << p);
+    CHECK(on_ranks(p, [&](int rank, coralComm_t comm) -> std::string {
+            std::vector<int32_t> a(1000, rank + 1), sum(1000), g(static_cast<size_t>(p) * 10);
+            std::vector<int32_t> mine(10, rank * 10);
+            CALL(coralGroupStart());
+            CALL(coralAllReduce(a.data(), sum.data(), a.size(), coralInt32, coralSum, comm, nullptr));
+            CALL(coralAllGather(mine.data(), g.data(), 10, coralInt32, comm, nullptr));
+            CALL(coralGroupEnd());
+            for (int32_t v : sum)
+              if (v != p * (p + 1) / 2) return fmt::format("rank {}: all-reduce gave {}", rank, v);
+            for (int q = 0; q < p; ++q)
+              if (g[q * 10] != q * 10) return fmt::format("rank {}: all-gather block {} is {}", rank, q, g[q * 10]);
+            return "";
+          }) == "");
+  }
+}
+
+TEST_CASE("an error inside a group is returned by coralGroupEnd and named") {
+  CHECK(on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+          std::vector<uint8_t> buf(16);
+          if (coralGroupStart() != coralSuccess) return "start";
+          coralResult_t bad = coralSend(buf.data(), buf.size(), coralUint8, 7, comm, nullptr);
+          coralResult_t end = coralGroupEnd();
+          if (bad != coralInvalidArgument || end != coralInvalidArgument)
+            return fmt::format("rank {}: the bad send gave {} and coralGroupEnd {}", rank, static_cast<int>(bad),
+                               static_cast<int>(end));
+          std::string why = coralGetLastError(nullptr);
+          if (why.find("peer 7") == std::string::npos) return "coralGroupEnd's error does not name peer 7: " + why;
+          // The group is gone: the next one runs normally.
+          return ring_exchange(rank, comm, 100, false);
+        }) == "");
+  CHECK(coralGroupEnd() == coralInvalidUsage);  // no group open
+}
+
+TEST_CASE("nested groups run at the outermost end") {
+  CHECK(on_ranks(3, [&](int rank, coralComm_t comm) -> std::string {
+          std::vector<uint8_t> out(5000), in(5000);
+          for (size_t i = 0; i < out.size(); ++i) out[i] = pattern(rank, i);
+          CALL(coralGroupStart());
+          CALL(coralGroupStart());
+          CALL(coralSend(out.data(), out.size(), coralUint8, (rank + 1) % 3, comm, nullptr));
+          CALL(coralGroupEnd());
+          CALL(coralRecv(in.data(), in.size(), coralUint8, (rank + 2) % 3, comm, nullptr));
+          CALL(coralGroupEnd());
+          return check_bytes(in, (rank + 2) % 3, "nested");
+        }) == "");
+}
+
+TEST_CASE("non-blocking sends posted before the peers' receives complete") {
+  for (int p : {1, 2, 4, 5}) {
+    INFO("P=" << p);
+    const size_t bytes = 3 << 20;  // far more than the links hold in flight
+    CHECK(on_ranks(p, [&](int rank, coralComm_t comm) -> std::string {
+            std::vector<uint8_t> out(bytes);
+            for (size_t i = 0; i < bytes; ++i) out[i] = pattern(rank, i);
+            std::vector<std::vector<uint8_t>> in(p, std::vector<uint8_t>(bytes));
+            std::vector<coralRequest_t> reqs;
+            for (int q = 0; q < p; ++q) {  // every send first, self included
+              coralRequest_t r;
+              CALL(coralISend(out.data(), bytes, coralUint8, q, comm, &r));
+              reqs.push_back(r);
+            }
+            for (int q = p - 1; q >= 0; --q) {
+              coralRequest_t r;
+              CALL(coralIRecv(in[q].data(), bytes, coralUint8, q, comm, &r));
+              reqs.push_back(r);
+            }
+            for (coralRequest_t r : reqs) CALL(coralWait(r));
+            for (int q = 0; q < p; ++q)
+              if (std::string e = check_bytes(in[q], q, fmt::format("rank {} from {}", rank, q)); !e.empty()) return e;
+            return "";
+          }) == "");
+  }
+}
+
+TEST_CASE("a blocking receive after a non-blocking send to the same peer completes") {
+  CHECK(on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+          const size_t bytes = 4 << 20;
+          std::vector<uint8_t> out(bytes), in(bytes);
+          for (size_t i = 0; i < bytes; ++i) out[i] = pattern(rank, i);
+          coralRequest_t r;
+          CALL(coralISend(out.data(), bytes, coralUint8, 1 - rank, comm, &r));
+          CALL(coralRecv(in.data(), bytes, coralUint8, 1 - rank, comm, nullptr));
+          CALL(coralWait(r));
+          return check_bytes(in, 1 - rank, "isend then recv");
+        }) == "");
+}
+
+TEST_CASE("mismatched point-to-point sizes fail with both sizes named") {
+  CHECK(on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+          std::vector<uint8_t> buf(4096);
+          coralResult_t rc = rank == 0 ? coralSend(buf.data(), 100, coralUint8, 1, comm, nullptr)
+                                       : coralRecv(buf.data(), 200, coralUint8, 0, comm, nullptr);
+          if (rank == 1) {
+            if (rc != coralInvalidUsage) return fmt::format("the short message gave {}", static_cast<int>(rc));
+            std::string why = coralGetLastError(comm);
+            if (why.find("200") == std::string::npos || why.find("100") == std::string::npos)
+              return "the error does not name both sizes: " + why;
+          }
+          return "";
+        }) == "");
+}
+
+TEST_CASE("a blocking send to oneself outside a group is refused") {
+  CHECK(on_ranks(1, [&](int, coralComm_t comm) -> std::string {
+          uint8_t b = 0;
+          if (coralSend(&b, 1, coralUint8, 0, comm, nullptr) != coralInvalidUsage) return "accepted";
+          return std::string(coralGetLastError(comm)).find("group") == std::string::npos ? "no hint" : "";
+        }) == "");
+}
