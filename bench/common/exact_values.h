@@ -13,7 +13,24 @@
 
 namespace exact {
 
-enum class Coll { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+enum class Coll {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Broadcast,
+  Reduce,
+  AllToAll,
+  AllToAllv,
+  Gather,
+  Scatter,
+  AllGatherv,
+  ReduceScatterv
+};
+
+// Stands for "a PreMulSum op with premul_scalar(rank, dtype)" in cases and fills: the harness
+// creates the real op (its handle is per communicator and dtype). It lies in the range of
+// PreMulSum handles, so a harness that forgets to map it is refused rather than summed.
+constexpr coralRedOp_t kPremul = static_cast<coralRedOp_t>(0x3ffffff0);
 
 inline size_t size_of(coralDataType_t t) {
   switch (t) {
@@ -76,8 +93,11 @@ struct Val {
     x.wrap();
     return x;
   }
-  // Element index of rank's input for op (floats may take non-integer values).
+  // Element index of rank's input for op (floats may take non-integer values). PreMulSum's
+  // inputs are scaled by up to 2 before the sum, so floats take max's -5..5 (bf16 then stays
+  // exact in quarters) and fp8 its own pattern; integers wrap, so they take sum's.
   static Val input(coralDataType_t t, int rank, size_t index, coralRedOp_t op) {
+    if (op == kPremul) op = of(t, 0).is_float() && !is_fp8(t) ? coralMax : coralSum;
     Val x = of(t, value(rank, index, op));
     x.f = value(rank, index, op, t);
     return x;
@@ -202,6 +222,18 @@ struct Val {
 
 constexpr size_t kPeriod = 110;
 
+// rank's PreMulSum scalar for dtype t. Integers wrap, so any will do; floats take powers of two,
+// which scale exactly: products of -5..5 by 1/4..2 sum to quarters, under 64 (exact in bf16) up
+// to 12 ranks. fp8's sums need its pattern's bound on ranks sharing a sign (value() above),
+// which rank-dependent scalars would break: all ranks double, which leaves the mantissas as
+// they were.
+inline Val premul_scalar(int rank, coralDataType_t t) {
+  static const double pow2[] = {0.5, 2, 1, 0.25};
+  Val s = Val::of(t, rank + 2);
+  if (s.is_float()) s.f = is_fp8(t) ? 2 : pow2[rank % 4];
+  return s;
+}
+
 // buf <- rank's inputs for elements [first, first + n) of the global index space; seed shifts it.
 inline void fill(std::vector<uint8_t>& buf, int rank, size_t n, coralDataType_t t, coralRedOp_t op, size_t seed = 0) {
   const size_t es = size_of(t);
@@ -215,49 +247,18 @@ inline void fill(std::vector<uint8_t>& buf, int rank, size_t n, coralDataType_t 
 inline std::vector<uint8_t> reduced_table(int p, coralDataType_t t, coralRedOp_t op, size_t seed = 0) {
   const size_t es = size_of(t);
   std::vector<uint8_t> tab(kPeriod * es);
+  auto in = [&](int r, size_t k) {
+    Val x = Val::input(t, r, k + seed, op);
+    return op == kPremul ? x.combine(premul_scalar(r, t), coralProd) : x;
+  };
+  const coralRedOp_t combine = op == kPremul ? coralSum : op;
   for (size_t k = 0; k < kPeriod; ++k) {
-    Val acc = Val::input(t, 0, k + seed, op);
-    for (int r = 1; r < p; ++r) acc = acc.combine(Val::input(t, r, k + seed, op), op);
+    Val acc = in(0, k);
+    for (int r = 1; r < p; ++r) acc = acc.combine(in(r, k), combine);
     if (op == coralAvg && p > 1) acc.average(p);  // sums are exact, so no rounding before it
     acc.store(tab.data() + k * es);
   }
   return tab;
-}
-
-// Number of wrong elements in rank's result. n is the per-call count argument (AR/bcast/reduce:
-// count; RS: recvcount; AG: sendcount); got is the recv buffer. Inputs came from fill(..., seed)
-// with op (AG and broadcast inputs use coralSum's values).
-inline size_t count_wrong(Coll coll, int rank, int p, coralDataType_t t, coralRedOp_t op, int root, size_t n,
-                          const void* got, size_t seed = 0) {
-  const size_t es = size_of(t);
-  const bool gather = coll == Coll::AllGather;
-  const size_t recv_n = gather ? n * p : n;
-  if (coll == Coll::Reduce && rank != root) return 0;
-  std::vector<uint8_t> tab;
-  if (coll == Coll::AllReduce || coll == Coll::Reduce || coll == Coll::ReduceScatter)
-    tab = reduced_table(p, t, op, seed);
-  size_t wrong = 0;
-  uint8_t want[8];
-  const auto* g = static_cast<const uint8_t*>(got);
-  for (size_t j = 0; j < recv_n; ++j) {
-    switch (coll) {
-      case Coll::AllReduce:
-      case Coll::Reduce:
-        std::memcpy(want, &tab[(j % kPeriod) * es], es);
-        break;
-      case Coll::ReduceScatter:
-        std::memcpy(want, &tab[((rank * n + j) % kPeriod) * es], es);
-        break;
-      case Coll::AllGather:
-        Val::input(t, static_cast<int>(j / n), j % n + seed, coralSum).store(want);
-        break;
-      case Coll::Broadcast:
-        Val::input(t, root, j + seed, coralSum).store(want);
-        break;
-    }
-    wrong += std::memcmp(want, g + j * es, es) != 0;
-  }
-  return wrong;
 }
 
 }  // namespace exact

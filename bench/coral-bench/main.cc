@@ -7,6 +7,7 @@
 #include <coral/coral_device.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,15 +40,19 @@ void check_device(coralResult_t rc, const char* what) {
   std::exit(3);
 }
 
-// The call as the communicator's tuner sees it.
+// The call as the communicator's tuner sees it. coralCommQuery has no v-forms: they are asked
+// as their even forms (for the chunk; main() names their one algorithm itself). PreMulSum runs
+// as a sum of pre-scaled inputs.
 coralQueryArgs_t args_of(const Options& o, size_t n, coralDataType_t t, coralRedOp_t op) {
-  const coralCollective_t colls[] = {coralCollAllReduce, coralCollReduceScatter, coralCollAllGather, coralCollBroadcast,
-                                     coralCollReduce};
+  const coralCollective_t colls[] = {coralCollAllReduce, coralCollReduceScatter, coralCollAllGather,
+                                     coralCollBroadcast, coralCollReduce,        coralCollAllToAll,
+                                     coralCollAllToAll,  coralCollGather,        coralCollScatter,
+                                     coralCollAllGather, coralCollReduceScatter};
   coralQueryArgs_t a = CORAL_QUERY_ARGS_INITIALIZER;
   a.collective = colls[static_cast<int>(o.coll)];
   a.count = n;
   a.datatype = t;
-  a.op = op;
+  a.op = op == exact::kPremul ? coralSum : op;
   a.root = o.root;
   a.device = o.device ? 1 : 0;
   return a;
@@ -65,8 +70,11 @@ std::string transport_of(int peer) {
   return query(coralQueryTransport, a);
 }
 
-coralResult_t run_coll(const Options& o, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op) {
-  switch (o.coll) {
+// op is a real op here (PreMulSum's created by main()).
+coralResult_t run_coll(const exact::Layout& l, const void* s, void* r, coralDataType_t t, coralRedOp_t op) {
+  const size_t n = l.n;
+  const size_t *sc = l.sendcounts.data(), *sd = l.sdispls.data(), *rc = l.recvcounts.data(), *rd = l.rdispls.data();
+  switch (l.coll) {
     case exact::Coll::AllReduce:
       return coralAllReduce(s, r, n, t, op, g_comm, g_stream);
     case exact::Coll::ReduceScatter:
@@ -74,9 +82,21 @@ coralResult_t run_coll(const Options& o, const void* s, void* r, size_t n, coral
     case exact::Coll::AllGather:
       return coralAllGather(s, r, n, t, g_comm, g_stream);
     case exact::Coll::Broadcast:
-      return coralBroadcast(s, r, n, t, o.root, g_comm, g_stream);
+      return coralBroadcast(s, r, n, t, l.root, g_comm, g_stream);
     case exact::Coll::Reduce:
-      return coralReduce(s, r, n, t, op, o.root, g_comm, g_stream);
+      return coralReduce(s, r, n, t, op, l.root, g_comm, g_stream);
+    case exact::Coll::AllToAll:
+      return coralAllToAll(s, r, n, t, g_comm, g_stream);
+    case exact::Coll::AllToAllv:
+      return coralAllToAllv(s, sc, sd, r, rc, rd, t, g_comm, g_stream);
+    case exact::Coll::Gather:
+      return coralGather(s, r, n, t, l.root, g_comm, g_stream);
+    case exact::Coll::Scatter:
+      return coralScatter(s, r, n, t, l.root, g_comm, g_stream);
+    case exact::Coll::AllGatherv:
+      return coralAllGatherv(s, rc[l.rank], r, rc, rd, t, g_comm, g_stream);
+    case exact::Coll::ReduceScatterv:
+      return coralReduceScatterv(s, r, rc, t, op, g_comm, g_stream);
   }
   return coralInternalError;
 }
@@ -180,22 +200,30 @@ void sync_stream() {
   if (g_stream) check_device(coralStreamSynchronize(g_stream), "coralStreamSynchronize");
 }
 
+// One rank's buffers for a size (bytes, nccl-tests' size): per-rank blocks of size / P for all
+// but all-reduce, broadcast and reduce; the v-forms' blocks around that, spread by --skew.
+exact::Layout layout_of(const Options& o, size_t size, coralDataType_t t, int rank, int nranks) {
+  const size_t count = size / exact::size_of(t);
+  const bool whole =
+      o.coll == exact::Coll::AllReduce || o.coll == exact::Coll::Broadcast || o.coll == exact::Coll::Reduce;
+  return exact::layout(o.coll, rank, nranks, o.root, whole ? count : count / nranks, o.skew);
+}
+
 // Times iters calls and checks one fresh call. Returns the timing on this rank (wrong: local).
-Timing measure(const Options& o, Buffers& b, bool in_place, size_t n, coralDataType_t t, coralRedOp_t op, int rank,
-               int nranks, size_t seed) {
+// op is the -o value (kPremul included), call_op what the calls pass.
+Timing measure(const Options& o, Buffers& b, bool in_place, const exact::Layout& l, coralDataType_t t, coralRedOp_t op,
+               coralRedOp_t call_op, int nranks, size_t seed) {
   const size_t es = exact::size_of(t);
-  const bool rs = o.coll == exact::Coll::ReduceScatter, ag = o.coll == exact::Coll::AllGather;
-  const size_t send_n = rs ? n * nranks : n, recv_n = ag ? n * nranks : n;
-  coralRedOp_t fill_op = (ag || o.coll == exact::Coll::Broadcast) ? coralSum : op;
-  exact::fill(b.input, rank, send_n, t, fill_op, seed);
+  exact::fill_send(b.input, l, t, op, seed);
+  const size_t send_n = l.send_elems, recv_n = l.recv_elems;
   uint8_t *sp = b.send.data(), *rp = b.recv.data();
   // With --device the calls get GPU pointers at the same offsets; rp stays the host copy checked.
   uint8_t *dsp = static_cast<uint8_t*>(b.d_send.p), *drp = static_cast<uint8_t*>(b.d_recv.p);
   if (in_place) {
-    sp = b.inplace.data() + (ag ? rank * n * es : 0);
-    rp = b.inplace.data() + (rs ? rank * n * es : 0);
-    dsp = static_cast<uint8_t*>(b.d_inplace.p) + (ag ? rank * n * es : 0);
-    drp = static_cast<uint8_t*>(b.d_inplace.p) + (rs ? rank * n * es : 0);
+    sp = b.inplace.data() + l.send_at * es;
+    rp = b.inplace.data() + l.recv_at * es;
+    dsp = static_cast<uint8_t*>(b.d_inplace.p) + l.send_at * es;
+    drp = static_cast<uint8_t*>(b.d_inplace.p) + l.recv_at * es;
   }
   auto load = [&] {
     if (!send_n) return;
@@ -210,20 +238,21 @@ Timing measure(const Options& o, Buffers& b, bool in_place, size_t n, coralDataT
   load();
   // The warm-up also covers the tuner's trials (CORAL_TUNE_TRIALS), which time candidates on the
   // first calls of a size: the timed loop sees only the pick. Every rank stops at the same call.
-  const coralQueryArgs_t args = args_of(o, n, t, op);
-  for (int i = 0; i < o.warmup || (!o.device && query(coralQueryTuning, args) == "1"); ++i)
-    check(run_coll(o, call_s, call_r, n, t, op), o.coll_name.c_str());
+  // The v-forms have one algorithm each, so no trials (their even forms' would never end).
+  const coralQueryArgs_t args = args_of(o, l.n, t, op);
+  auto tuning = [&] { return !o.device && !l.is_v() && query(coralQueryTuning, args) == "1"; };
+  for (int i = 0; i < o.warmup || tuning(); ++i) check(run_coll(l, call_s, call_r, t, call_op), o.coll_name.c_str());
   sync_stream();
   check(coralBarrier(g_comm), "barrier");
   auto t0 = Clock::now();
-  for (int i = 0; i < o.iters; ++i) check(run_coll(o, call_s, call_r, n, t, op), o.coll_name.c_str());
+  for (int i = 0; i < o.iters; ++i) check(run_coll(l, call_s, call_r, t, call_op), o.coll_name.c_str());
   sync_stream();  // stream-ordered calls return at once: the time is until the stream is done
   double sec = std::chrono::duration<double>(Clock::now() - t0).count() / o.iters;
   Timing tm;
   tm.time_us = aggregate(o, sec, nranks) * 1e6;
   if (o.check) {
     load();  // in place, the timed calls consumed their input
-    check(run_coll(o, call_s, call_r, n, t, op), o.coll_name.c_str());
+    check(run_coll(l, call_s, call_r, t, call_op), o.coll_name.c_str());
     if (o.device) {
       if (recv_n) check_device(coralMemcpyAsync(rp, drp, recv_n * es, g_stream), "coralMemcpyAsync");
       sync_stream();
@@ -231,13 +260,23 @@ Timing measure(const Options& o, Buffers& b, bool in_place, size_t n, coralDataT
       check(coralCommGetAsyncError(g_comm, &async), "coralCommGetAsyncError");
       check(async, o.coll_name.c_str());
     }
-    if (o.inject_error && rank == 0 && recv_n) rp[0] ^= 0x5a;
-    size_t wrong = exact::count_wrong(o.coll, rank, nranks, t, op, o.root, n, rp, seed), total = 0;
+    const bool receives = !((l.coll == exact::Coll::Reduce || l.coll == exact::Coll::Gather) && l.rank != l.root);
+    if (o.inject_error && l.rank == 0 && recv_n && receives) rp[0] ^= 0x5a;
+    size_t wrong = exact::count_wrong(l, t, op, rp, seed), total = 0;
     check(coralAllReduce(&wrong, &total, 1, coralUint64, coralSum, g_comm, nullptr), "allreduce");
     tm.wrong = total;
   }
-  (void)recv_n;
   return tm;
+}
+
+// The buffers' elements every size of o needs, separate (send, recv) and in place.
+std::array<size_t, 3> extents(const Options& o, coralDataType_t t, int rank, int nranks) {
+  std::array<size_t, 3> e{0, 0, 0};
+  for (size_t size : o.sizes()) {
+    const exact::Layout l = layout_of(o, size, t, rank, nranks);
+    e = {std::max(e[0], l.send_elems), std::max(e[1], l.recv_elems), std::max(e[2], l.one_elems)};
+  }
+  return e;
 }
 
 }  // namespace
@@ -264,7 +303,7 @@ int main(int argc, char** argv) {
   int rank, nranks;
   check(coralCommUserRank(g_comm, &rank), "rank");
   check(coralCommCount(g_comm, &nranks), "count");
-  if ((o.coll == exact::Coll::Broadcast || o.coll == exact::Coll::Reduce) && o.root >= nranks) {
+  if (has_root(o.coll) && o.root >= nranks) {
     if (rank == 0) std::fprintf(stderr, "coral-bench: -r %d is not a rank (there are %d)\n", o.root, nranks);
     return 2;
   }
@@ -276,41 +315,49 @@ int main(int argc, char** argv) {
   if (rank == 0) print_header(o, nranks, lines, bound);
 
   std::vector<Row> rows;
-  const bool has_root = o.coll == exact::Coll::Broadcast || o.coll == exact::Coll::Reduce;
-  const bool split = o.coll == exact::Coll::ReduceScatter || o.coll == exact::Coll::AllGather;
   size_t seed = 0;
   for (coralDataType_t t : o.types) {
     const size_t es = exact::size_of(t);
     Buffers b;
-    b.send.resize(o.max_bytes + es);
-    b.recv.resize(o.max_bytes + es);
-    b.inplace.resize(o.max_bytes + es);
+    // One element more than any size needs: data() of an empty buffer could be NULL.
+    const auto [send_n, recv_n, one_n] = extents(o, t, rank, nranks);
+    b.send.resize((send_n + 1) * es);
+    b.recv.resize((recv_n + 1) * es);
+    b.inplace.resize((one_n + 1) * es);
     if (o.device) {
-      check_device(coralDeviceMalloc(&b.d_send.p, o.max_bytes + es), "coralDeviceMalloc");
-      check_device(coralDeviceMalloc(&b.d_recv.p, o.max_bytes + es), "coralDeviceMalloc");
-      check_device(coralDeviceMalloc(&b.d_inplace.p, o.max_bytes + es), "coralDeviceMalloc");
+      check_device(coralDeviceMalloc(&b.d_send.p, b.send.size()), "coralDeviceMalloc");
+      check_device(coralDeviceMalloc(&b.d_recv.p, b.recv.size()), "coralDeviceMalloc");
+      check_device(coralDeviceMalloc(&b.d_inplace.p, b.inplace.size()), "coralDeviceMalloc");
     }
-    for (coralRedOp_t op : o.ops)
+    for (coralRedOp_t op : o.ops) {
+      // PreMulSum as nccl-tests' premulsum: an op per dtype, this rank's scalar (exact::premul_scalar).
+      coralRedOp_t call_op = op;
+      if (op == exact::kPremul) {
+        alignas(8) unsigned char scalar[8];
+        exact::premul_scalar(rank, t).store(scalar);
+        check(coralRedOpCreatePreMulSum(&call_op, scalar, t, coralScalarHostImmediate, g_comm),
+              "coralRedOpCreatePreMulSum");
+      }
       for (size_t size : o.sizes()) {
-        size_t count = size / es;
-        size_t n = split ? count / nranks : count;  // the per-call count argument
-        if (split) count = n * nranks;
-        const size_t bytes = count * es;
-        Row r{bytes, count, type_name(t), op_name(op), has_root ? o.root : -1, {}, {}, {}, 0, 0};
+        const exact::Layout l = layout_of(o, size, t, rank, nranks);
+        const size_t count = l.total_elems(), bytes = count * es;
+        Row r{bytes, count, type_name(t), op_name(op), has_root(o.coll) ? o.root : -1, {}, {}, {}, 0, 0};
         for (bool ip : {false, true}) {
-          Timing tm = measure(o, b, ip, n, t, op, rank, nranks, seed++);
+          Timing tm = measure(o, b, ip, l, t, op, call_op, nranks, seed++);
           tm.algbw = tm.time_us > 0 ? bytes / (tm.time_us * 1e-6) / 1e9 : 0;
           tm.busbw = tm.algbw * bus_factor(o.coll, nranks);
           (ip ? r.ip : r.oop) = tm;
         }
-        const coralQueryArgs_t a = args_of(o, n, t, op);
-        r.algo = query(coralQueryAlgorithm, a);
+        const coralQueryArgs_t a = args_of(o, l.n, t, op);
+        r.algo = o.coll == exact::Coll::AllToAllv ? "pairwise" : l.is_v() ? "ring" : query(coralQueryAlgorithm, a);
         r.chunk_bytes = std::stoull(query(coralQueryChunkBytes, a));
         // Device buffers have no bound: it is measured over the host links.
         r.bound_pct = bound.gbps > 0 ? 100.0 * r.oop.busbw / bound.gbps : -1;
         rows.push_back(r);
         if (rank == 0) print_row(o, r);
       }
+      if (call_op != op) check(coralRedOpDestroy(call_op, g_comm), "coralRedOpDestroy");
+    }
   }
   if (rank == 0) {
     print_footer(o, rows);
@@ -324,6 +371,9 @@ int main(int argc, char** argv) {
     }
   }
   size_t wrong = total_wrong(rows);
+  // A rank exiting non-zero makes the launcher stop the others: none may go before rank 0 has
+  // printed its footer.
+  check(coralBarrier(g_comm), "barrier");
   coralCommDestroy(g_comm);
   if (g_stream) coralStreamDestroy(g_stream);
   return wrong ? 1 : 0;

@@ -3,6 +3,7 @@
 #include "base/bytes.h"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,8 +17,9 @@ namespace {
 const char* kTypes[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
                         "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
 static_assert(std::size(kTypes) == coralNumTypes);
-const char* kOps[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor"};
-const coralRedOp_t kOpValues[] = {coralSum, coralProd, coralMax, coralMin, coralAvg, coralBand, coralBor, coralBxor};
+const char* kOps[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor", "premulsum"};
+const coralRedOp_t kOpValues[] = {coralSum,  coralProd, coralMax,  coralMin,      coralAvg,
+                                  coralBand, coralBor,  coralBxor, exact::kPremul};
 
 [[noreturn]] void bad(const std::string& msg) {
   std::fprintf(stderr, "coral-bench: %s\n", msg.c_str());
@@ -53,7 +55,7 @@ std::vector<coralRedOp_t> parse_ops(const std::string& v) {
   if (v == "all") return {coralSum, coralProd, coralMax, coralMin, coralAvg};
   for (size_t o = 0; o < std::size(kOps); ++o)
     if (v == kOps[o]) return {kOpValues[o]};
-  bad("-o '" + v + "' is not an op (sum prod max min avg band bor bxor all)");
+  bad("-o '" + v + "' is not an op (sum prod max min avg band bor bxor premulsum all)");
 }
 
 }  // namespace
@@ -69,12 +71,22 @@ double bus_factor(exact::Coll c, int p) {
   switch (c) {
     case exact::Coll::AllReduce:
       return 2.0 * (p - 1) / p;
-    case exact::Coll::ReduceScatter:
-    case exact::Coll::AllGather:
-      return static_cast<double>(p - 1) / p;
-    default:
+    case exact::Coll::Broadcast:
+    case exact::Coll::Reduce:
       return 1.0;
+    default:  // every rank (the root for gather and scatter) moves all but its own block
+      return static_cast<double>(p - 1) / p;
   }
+}
+
+bool has_root(exact::Coll c) {
+  return c == exact::Coll::Broadcast || c == exact::Coll::Reduce || c == exact::Coll::Gather ||
+         c == exact::Coll::Scatter;
+}
+
+bool reduces(exact::Coll c) {
+  return c == exact::Coll::AllReduce || c == exact::Coll::ReduceScatter || c == exact::Coll::Reduce ||
+         c == exact::Coll::ReduceScatterv;
 }
 
 std::vector<size_t> Options::sizes() const {
@@ -90,22 +102,28 @@ std::vector<size_t> Options::sizes() const {
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  std::string b = "32M", e = "32M", i = "1M", op = "sum", dt = "float", coll = "allreduce";
+  std::string b = "32M", e = "32M", i = "1M", op = "sum", dt = "float", coll = "allreduce", skew = "1";
   CLI::App app{"coral-bench: collective benchmark with nccl-tests-compatible output"};
   app.add_option("-b,--minbytes", b, "minimum size (K/M/G suffixes)");
   app.add_option("-e,--maxbytes", e, "maximum size");
   app.add_option("-i,--stepbytes", i, "size increment when no -f is given");
   app.add_option("-f,--stepfactor", o.factor, "size multiplication factor");
-  app.add_option("-o,--op", op, "sum, prod, max, min, avg, band, bor, bxor (integer types) or all (the first five)");
-  app.add_option("-d,--datatype", dt, "int8 ... bfloat16, or all");
-  app.add_option("-r,--root", o.root, "root rank of broadcast and reduce");
+  app.add_option("-o,--op", op,
+                 "sum, prod, max, min, avg, band, bor, bxor (integer types), premulsum, or all (the first five)");
+  app.add_option("-d,--datatype", dt, "int8 ... bfloat16, f8e4m3, f8e5m2, or all");
+  app.add_option("-r,--root", o.root, "root rank of broadcast, reduce, gather and scatter");
   app.add_option("-n,--iters", o.iters, "timed iterations");
   app.add_option("-w,--warmup_iters", o.warmup, "warm-up iterations");
   app.add_option("-c,--check", o.check, "check results (0/1)");
   app.add_option("-a,--average", o.average, "report rank 0 (0), the average (1), min (2) or max (3) time");
   app.add_option("-T,--timeout", o.timeout_s, "seconds before a stuck collective fails (CORAL_TIMEOUT)");
   app.add_option("-J,--output_file", o.json, "write results as JSON to this file");
-  app.add_option("-t,--collective", coll, "allreduce, reducescatter, allgather, broadcast, reduce");
+  app.add_option("-t,--collective", coll,
+                 "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, alltoallv, gather, scatter, "
+                 "allgatherv, reducescatterv (nccl-tests' names, as all_reduce or all_reduce_perf, too)");
+  app.add_option("--skew", skew,
+                 "v-forms: largest/smallest block ratio, blocks spread linearly around the even size; inf: the "
+                 "smallest is empty");
   app.add_option("--algo", o.algo, "algorithm: auto or one the library has (see CORAL_ALGO)");
   app.add_flag("--csv", o.csv, "print CSV instead of the table");
   app.add_flag("-G,--device", o.device, "buffers in GPU memory (GPU = local rank modulo GPUs), calls on a CUDA stream");
@@ -134,16 +152,37 @@ Options parse_options(int argc, char** argv) {
                                                        {"reducescatter", exact::Coll::ReduceScatter},
                                                        {"allgather", exact::Coll::AllGather},
                                                        {"broadcast", exact::Coll::Broadcast},
-                                                       {"reduce", exact::Coll::Reduce}};
+                                                       {"reduce", exact::Coll::Reduce},
+                                                       {"alltoall", exact::Coll::AllToAll},
+                                                       {"alltoallv", exact::Coll::AllToAllv},
+                                                       {"gather", exact::Coll::Gather},
+                                                       {"scatter", exact::Coll::Scatter},
+                                                       {"allgatherv", exact::Coll::AllGatherv},
+                                                       {"reducescatterv", exact::Coll::ReduceScatterv}};
+  // nccl-tests' binaries spell them all_reduce_perf, alltoall_perf, reduce_scatter_perf...
+  std::string key = coll;
+  if (key.size() > 5 && key.compare(key.size() - 5, 5, "_perf") == 0) key.resize(key.size() - 5);
+  std::erase(key, '_');
   bool found = false;
   for (auto& [name, c] : colls)
-    if (coll == name) {
+    if (key == name) {
       o.coll = c;
       o.coll_name = name;
       found = true;
     }
-  if (!found) bad("-t '" + coll + "' is not a collective (allreduce reducescatter allgather broadcast reduce)");
-  if (o.coll == exact::Coll::AllGather || o.coll == exact::Coll::Broadcast) o.ops = {coralSum};
+  if (!found)
+    bad("-t '" + coll +
+        "' is not a collective (allreduce reducescatter allgather broadcast reduce alltoall alltoallv gather scatter "
+        "allgatherv reducescatterv)");
+  if (!reduces(o.coll)) o.ops = {coralSum};
+  if (skew == "inf" || skew == "infinity") {
+    o.skew = INFINITY;
+  } else {
+    char* end = nullptr;
+    o.skew = std::strtod(skew.c_str(), &end);
+    if (end == skew.c_str() || *end || !(o.skew >= 1))
+      bad("--skew '" + skew + "' is not a ratio of at least 1 (or inf)");
+  }
   return o;
 }
 

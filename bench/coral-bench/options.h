@@ -1,11 +1,11 @@
-// coral-bench's command line: nccl-tests' flags and meanings, plus -t, --algo, --csv, --plot.
+// coral-bench's command line: nccl-tests' flags and meanings, plus -t, --skew, --algo, --csv, --plot.
 #pragma once
 #include <coral/coral.h>
 
 #include <string>
 #include <vector>
 
-#include "bench/common/exact_values.h"
+#include "bench/common/exact_v.h"
 
 namespace bench {
 
@@ -16,6 +16,7 @@ struct Options {
   std::vector<coralRedOp_t> ops{coralSum};
   std::vector<coralDataType_t> types{coralFloat32};
   int root = 0;
+  double skew = 1;  // v-forms: exact::skew_count's ratio
   int iters = 20, warmup = 5;
   int check = 1;
   int average = 1;  // 0 rank 0, 1 average, 2 min, 3 max over ranks
@@ -37,5 +38,7 @@ const char* type_name(coralDataType_t t);
 const char* op_name(coralRedOp_t op);
 // busbw / algbw for the collective (nccl-tests' definitions).
 double bus_factor(exact::Coll c, int nranks);
+bool has_root(exact::Coll c);
+bool reduces(exact::Coll c);  // takes -o
 
 }  // namespace bench

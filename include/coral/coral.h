@@ -174,8 +174,7 @@ CORAL_API coralResult_t coralAllGatherv(const void* sendbuff, size_t sendcount, 
 /* sendbuff holds the blocks of every rank back to back (recvcounts[j] elements for rank j); rank j
  * gets the reduction of block j. */
 CORAL_API coralResult_t coralReduceScatterv(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
-                                            coralDataType_t datatype, coralRedOp_t op, coralComm_t comm,
-                                            void* stream);
+                                            coralDataType_t datatype, coralRedOp_t op, coralComm_t comm, void* stream);
 
 /* Grouped calls, per thread and nestable (as NCCL's): calls between the outermost start and end
  * are deferred and run together at coralGroupEnd. Send/recv pairs in a group progress together,
@@ -186,8 +185,8 @@ CORAL_API coralResult_t coralGroupEnd(void);
 
 /* PreMulSum (as NCCL's): every input is multiplied by *scalar before the sum. */
 typedef enum {
-  coralScalarDevice = 0,        /* scalar points to device memory, read when each call runs */
-  coralScalarHostImmediate = 1, /* scalar points to host memory, read now */
+  coralScalarDevice = 0,               /* scalar points to device memory, read when each call runs */
+  coralScalarHostImmediate = 1,        /* scalar points to host memory, read now */
   coralMaxScalarResidence = 0x7fffffff /* as coralMaxDataType */
 } coralScalarResidence_t;
 CORAL_API coralResult_t coralRedOpCreatePreMulSum(coralRedOp_t* op, void* scalar, coralDataType_t datatype,
@@ -230,12 +229,24 @@ CORAL_API coralResult_t coralIReduceScatterv(const void* sendbuff, void* recvbuf
  * with the communicator's other operations. A send/receive to this rank itself is valid. */
 CORAL_API coralResult_t coralISend(const void* sendbuff, size_t count, coralDataType_t datatype, int peer,
                                    coralComm_t comm, coralRequest_t* request);
-CORAL_API coralResult_t coralIRecv(void* recvbuff, size_t count, coralDataType_t datatype, int peer,
-                                   coralComm_t comm, coralRequest_t* request);
+CORAL_API coralResult_t coralIRecv(void* recvbuff, size_t count, coralDataType_t datatype, int peer, coralComm_t comm,
+                                   coralRequest_t* request);
 /* *done = 1 and the request is freed (its result returned) once complete; else *done = 0. */
 CORAL_API coralResult_t coralTest(coralRequest_t request, int* done);
 /* Blocks until complete, returns the operation's result and frees the request. */
 CORAL_API coralResult_t coralWait(coralRequest_t request);
+
+/* Registered buffers, the zero-copy path. coralMemAlloc gives host memory that local peers can
+ * map (memfd-backed); coralMemFree frees only such memory (anything else, or memory still
+ * registered, is refused). coralCommRegister registers any buffer with a communicator: memory
+ * from coralMemAlloc, other host memory (read by cross-memory attach) or device memory. When a
+ * step's source on one rank lies in registered coralMemAlloc memory, a peer on the same host
+ * reads it where it lies, in one pass. coralCommDeregister waits for the communicator's
+ * outstanding operations first, so no peer still reads the buffer. */
+CORAL_API coralResult_t coralMemAlloc(void** ptr, size_t size);
+CORAL_API coralResult_t coralMemFree(void* ptr);
+CORAL_API coralResult_t coralCommRegister(coralComm_t comm, void* buff, size_t size, void** handle);
+CORAL_API coralResult_t coralCommDeregister(coralComm_t comm, void* handle);
 
 /* Asking a communicator what it runs, for tools (coral-bench, profilers, NCCL-style tests).
  * coralCommQuery writes the answer as text (numbers in decimal) into value, at most size bytes

@@ -19,7 +19,8 @@ class TcpStoreServer {
   TcpStoreServer(const net::SockAddr& addr, const wire::Secret& secret, bool exit_when_idle,
                  std::chrono::milliseconds idle_timeout);
   // Serves on listen_fd, a socket already bound and listening, which the server then owns.
-  TcpStoreServer(int listen_fd, const wire::Secret& secret, bool exit_when_idle, std::chrono::milliseconds idle_timeout);
+  TcpStoreServer(int listen_fd, const wire::Secret& secret, bool exit_when_idle,
+                 std::chrono::milliseconds idle_timeout);
   ~TcpStoreServer();
   int port() const { return port_; }
   void stop();

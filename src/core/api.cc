@@ -5,8 +5,8 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "core/communicator.h"
 #include "core/api_checks.h"
+#include "core/communicator.h"
 #include "core/guard.h"
 #include "gpu/runtime.h"
 #include "kernels/reduce.h"
@@ -14,23 +14,21 @@
 namespace {
 
 using coral::fail;
-using coral::collectives::Coll;
 using coral::capi::guard;
 using coral::capi::need;
 using coral::capi::t_last_error;
+using coral::collectives::Coll;
 
 coralResult_t blocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n, coralDataType_t t,
                        coralRedOp_t op, int root, void* stream) {
-  return coral::capi::launch(fn, comm, [&](coral::Communicator&) {
-    return coral::capi::validated(comm, coll, s, r, n, t, op, root);
-  }, stream);
+  return coral::capi::launch(
+      fn, comm, [&](coral::Communicator&) { return coral::capi::validated(comm, coll, s, r, n, t, op, root); }, stream);
 }
 
 coralResult_t nonblocking(const char* fn, coralComm* comm, Coll coll, const void* s, void* r, size_t n,
                           coralDataType_t t, coralRedOp_t op, int root, coralRequest_t* req) {
-  return coral::capi::launch_nb(fn, comm, [&](coral::Communicator&) {
-    return coral::capi::validated(comm, coll, s, r, n, t, op, root);
-  }, req);
+  return coral::capi::launch_nb(
+      fn, comm, [&](coral::Communicator&) { return coral::capi::validated(comm, coll, s, r, n, t, op, root); }, req);
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ void check_op(Communicator& c, coralRedOp_t op, coralDataType_t t, Call& call) {
     call.premul = c.premul_op(op, t);  // throws for a destroyed or foreign op, or another datatype
     return;
   }
-  if (!kernels::valid_op(op)) fail(coralInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(op)));
+  if (!kernels::valid_op(op))
+    fail(coralInvalidArgument, "invalid reduction op " + std::to_string(static_cast<int>(op)));
   if (!kernels::op_fits(t, op))
     fail(coralInvalidArgument, fmt::format("op {} is bitwise, for integer types; datatype {} is not one",
                                            kernels::op_name(op), kernels::dtype_name(t)));
@@ -73,7 +74,8 @@ int buffers_device(Communicator& c, const Call& call, void* stream) {
   const char* names[2] = {"sendbuff", "recvbuff"};
   int dev[2] = {-2, -2};
   for (int i = 0; i < 2; ++i)
-    if (bufs[i] && call.args.count)  // in place: one pointer query, not two
+    // A v-collective moves data even where its own count is 0.
+    if (bufs[i] && (call.args.count || call.args.v))  // in place: one pointer query, not two
       dev[i] = i == 1 && bufs[1] == bufs[0] ? dev[0] : gpu::device_of(bufs[i]);
   if (dev[0] != -2 && dev[1] != -2 && (dev[0] < 0) != (dev[1] < 0)) {
     const int g = dev[0] < 0 ? 1 : 0;  // the one on the GPU
@@ -99,7 +101,7 @@ int buffers_device(Communicator& c, const Call& call, void* stream) {
 }
 
 Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
-                      int root) {
+               int root) {
   Communicator& c = need(comm);
   Call call;
   check_type(t);

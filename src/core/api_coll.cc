@@ -39,9 +39,8 @@ size_t extent(const Communicator& c, const size_t* counts, const size_t* displs,
   size_t end = 0;
   for (int q = 0; q < c.nranks(); ++q) {
     if (displs[q] > limit - counts[q])
-      fail(coralInvalidArgument,
-           fmt::format("{}[{}] + {}[{}] = {} + {} overflows the addressable size", displs_name, q, counts_name, q,
-                       displs[q], counts[q]));
+      fail(coralInvalidArgument, fmt::format("{}[{}] + {}[{}] = {} + {} overflows the addressable size", displs_name, q,
+                                             counts_name, q, displs[q], counts[q]));
     end = std::max(end, displs[q] + counts[q]);
   }
   return end;
@@ -133,11 +132,12 @@ Call reducescatterv(Communicator& c, const void* s, void* r, const size_t* rc, c
 extern "C" {
 
 coralResult_t coralAllToAll(const void* s, void* r, size_t n, coralDataType_t t, coralComm_t comm, void* stream) {
-  return launch("coralAllToAll", comm, [&](Communicator& c) { return alltoall(c, s, r, n, t); }, stream);
+  return launch(
+      "coralAllToAll", comm, [&](Communicator& c) { return alltoall(c, s, r, n, t); }, stream);
 }
-coralResult_t coralIAllToAll(const void* s, void* r, size_t n, coralDataType_t t, coralComm_t comm,
-                             coralRequest_t* q) {
-  return launch_nb("coralIAllToAll", comm, [&](Communicator& c) { return alltoall(c, s, r, n, t); }, q);
+coralResult_t coralIAllToAll(const void* s, void* r, size_t n, coralDataType_t t, coralComm_t comm, coralRequest_t* q) {
+  return launch_nb(
+      "coralIAllToAll", comm, [&](Communicator& c) { return alltoall(c, s, r, n, t); }, q);
 }
 
 coralResult_t coralAllToAllv(const void* s, const size_t* sc, const size_t* sd, void* r, const size_t* rc,
@@ -153,29 +153,35 @@ coralResult_t coralIAllToAllv(const void* s, const size_t* sc, const size_t* sd,
 
 coralResult_t coralGather(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm,
                           void* stream) {
-  return launch("coralGather", comm, [&](Communicator& c) { return gather(c, s, r, n, t, root); }, stream);
+  return launch(
+      "coralGather", comm, [&](Communicator& c) { return gather(c, s, r, n, t, root); }, stream);
 }
 coralResult_t coralIGather(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm,
                            coralRequest_t* q) {
-  return launch_nb("coralIGather", comm, [&](Communicator& c) { return gather(c, s, r, n, t, root); }, q);
+  return launch_nb(
+      "coralIGather", comm, [&](Communicator& c) { return gather(c, s, r, n, t, root); }, q);
 }
 
 coralResult_t coralScatter(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm,
                            void* stream) {
-  return launch("coralScatter", comm, [&](Communicator& c) { return scatter(c, s, r, n, t, root); }, stream);
+  return launch(
+      "coralScatter", comm, [&](Communicator& c) { return scatter(c, s, r, n, t, root); }, stream);
 }
 coralResult_t coralIScatter(const void* s, void* r, size_t n, coralDataType_t t, int root, coralComm_t comm,
                             coralRequest_t* q) {
-  return launch_nb("coralIScatter", comm, [&](Communicator& c) { return scatter(c, s, r, n, t, root); }, q);
+  return launch_nb(
+      "coralIScatter", comm, [&](Communicator& c) { return scatter(c, s, r, n, t, root); }, q);
 }
 
 coralResult_t coralAllGatherv(const void* s, size_t n, void* r, const size_t* rc, const size_t* d, coralDataType_t t,
                               coralComm_t comm, void* stream) {
-  return launch("coralAllGatherv", comm, [&](Communicator& c) { return allgatherv(c, s, n, r, rc, d, t); }, stream);
+  return launch(
+      "coralAllGatherv", comm, [&](Communicator& c) { return allgatherv(c, s, n, r, rc, d, t); }, stream);
 }
 coralResult_t coralIAllGatherv(const void* s, size_t n, void* r, const size_t* rc, const size_t* d, coralDataType_t t,
                                coralComm_t comm, coralRequest_t* q) {
-  return launch_nb("coralIAllGatherv", comm, [&](Communicator& c) { return allgatherv(c, s, n, r, rc, d, t); }, q);
+  return launch_nb(
+      "coralIAllGatherv", comm, [&](Communicator& c) { return allgatherv(c, s, n, r, rc, d, t); }, q);
 }
 
 coralResult_t coralReduceScatterv(const void* s, void* r, const size_t* rc, coralDataType_t t, coralRedOp_t op,

@@ -53,8 +53,9 @@ coralResult_t coralRedOpCreatePreMulSum(coralRedOp_t* op, void* scalar, coralDat
     coral::Communicator& c = need(comm);
     check_type(datatype);
     if (residence != coralScalarDevice && residence != coralScalarHostImmediate)
-      fail(coralInvalidArgument, fmt::format("residence {} is not coralScalarDevice (0) or coralScalarHostImmediate (1)",
-                                             static_cast<int>(residence)));
+      fail(coralInvalidArgument,
+           fmt::format("residence {} is not coralScalarDevice (0) or coralScalarHostImmediate (1)",
+                       static_cast<int>(residence)));
     const bool device = residence == coralScalarDevice;
     if (device) {
       if (!coral::gpu::usable())

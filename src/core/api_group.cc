@@ -57,14 +57,21 @@ void run_members(std::vector<Member>& members) {
   std::vector<std::pair<coralComm*, std::shared_ptr<coral::Request>>> pending;
   for (coralComm* comm : comms) {
     coral::Communicator& c = need(comm);
-    std::vector<coral::Call> host;
+    std::vector<coral::Call> host, device_p2p;
+    void* p2p_stream = nullptr;
     for (Member& m : members) {
       if (m.comm != comm) continue;
-      if (m.stream || m.device)
-        c.run_on_stream(m.call, m.stream, m.device);
-      else
+      const bool p2p = m.call.args.coll == Coll::Send || m.call.args.coll == Coll::Recv;
+      if (!m.stream && !m.device) {
         host.push_back(std::move(m.call));
+      } else if (p2p && (device_p2p.empty() || m.stream == p2p_stream)) {
+        device_p2p.push_back(std::move(m.call));  // together, as host ones (gpu_group.cc)
+        p2p_stream = m.stream;
+      } else {
+        c.run_on_stream(m.call, m.stream, m.device);
+      }
     }
+    if (!device_p2p.empty()) c.run_group_on_stream(std::move(device_p2p), p2p_stream);
     if (!host.empty()) pending.emplace_back(comm, c.submit_group(std::move(host)));
   }
   coralResult_t first = coralSuccess;
@@ -104,14 +111,14 @@ coralResult_t coralGroupEnd(void) {
 
 coralResult_t coralISend(const void* s, size_t n, coralDataType_t t, int peer, coralComm_t comm, coralRequest_t* q) {
   return launch_nb(
-      "coralISend", comm, [&](coral::Communicator&) { return validated(comm, Coll::Send, s, nullptr, n, t, coralSum, peer); },
-      q);
+      "coralISend", comm,
+      [&](coral::Communicator&) { return validated(comm, Coll::Send, s, nullptr, n, t, coralSum, peer); }, q);
 }
 
 coralResult_t coralIRecv(void* r, size_t n, coralDataType_t t, int peer, coralComm_t comm, coralRequest_t* q) {
   return launch_nb(
-      "coralIRecv", comm, [&](coral::Communicator&) { return validated(comm, Coll::Recv, nullptr, r, n, t, coralSum, peer); },
-      q);
+      "coralIRecv", comm,
+      [&](coral::Communicator&) { return validated(comm, Coll::Recv, nullptr, r, n, t, coralSum, peer); }, q);
 }
 
 }  // extern "C"

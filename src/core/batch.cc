@@ -54,6 +54,36 @@ std::shared_ptr<Request> Communicator::submit_group(std::vector<Call> calls) {
   return req;
 }
 
+void Communicator::drive(P2PEngine& engine, const std::function<void()>& between) {
+  // A new monitor after each move: the timeout counts how long nothing moved.
+  std::optional<PeerMonitor> mon;
+  auto fresh = [&] {
+    mon.emplace(rank_, host_.domain_of.data(), host_.polled, timeout_s_, "point-to-point", 0, 0, host_.cpu_gate);
+  };
+  fresh();
+  int idle = 0;
+  while (true) {
+    between();
+    if (engine.all_done()) break;
+    if (engine.progress(*mon)) {
+      idle = 0;
+      fresh();
+      continue;
+    }
+    mon->poll_others(nullptr);  // network transports move only when polled
+    if (++idle < 64) {
+      _mm_pause();
+    } else if (idle < 256) {
+      sched_yield();
+    } else {
+      timespec ts{0, 50 * 1000};
+      nanosleep(&ts, nullptr);
+      for (int peer : engine.waiting_on()) mon->check(peer);
+    }
+  }
+  for (auto& d : host_.domains) d->drain(*mon);
+}
+
 void Communicator::run_batch(std::shared_ptr<Request>& first) {
   std::vector<std::shared_ptr<Request>> owners;  // by engine id; null once finished
   std::vector<bool> adopted;
@@ -73,40 +103,16 @@ void Communicator::run_batch(std::shared_ptr<Request>& first) {
       for (Call& c : first->group)
         if (!is_p2p(c)) execute(c, true);
     engine.add(p2p_ops(*first));
-    // A new monitor after each move: the timeout counts how long nothing moved.
-    std::optional<PeerMonitor> mon;
-    auto fresh = [&] {
-      mon.emplace(rank_, host_.domain_of.data(), host_.polled, timeout_s_, "point-to-point", 0, 0, host_.cpu_gate);
-    };
-    fresh();
-    int idle = 0;
-    while (true) {
+    drive(engine, [&] {
       for (size_t id = 0; id < owners.size(); ++id)
         if (owners[id] && engine.owner_done(id)) finish(id, coralSuccess, "");
-      if (std::shared_ptr<Request> next = queue_.take_front_if(p2p_only)) {
+      while (std::shared_ptr<Request> next = queue_.take_front_if(p2p_only)) {
         owners.push_back(std::move(next));
         adopted.push_back(true);
         engine.add(p2p_ops(*owners.back()));
-        continue;
       }
-      if (engine.all_done()) break;
-      if (engine.progress(*mon)) {
-        idle = 0;
-        fresh();
-        continue;
-      }
-      mon->poll_others(nullptr);  // network transports move only when polled
-      if (++idle < 64) {
-        _mm_pause();
-      } else if (idle < 256) {
-        sched_yield();
-      } else {
-        timespec ts{0, 50 * 1000};
-        nanosleep(&ts, nullptr);
-        for (int peer : engine.waiting_on()) mon->check(peer);
-      }
-    }
-    for (auto& d : host_.domains) d->drain(*mon);
+    });
+    for (size_t id = 0; id < owners.size(); ++id) finish(id, coralSuccess, "");
   } catch (const Error& e) {
     std::string msg = e.what();
     if (failed_.load() == coralSuccess) {  // else execute() recorded it, named

@@ -48,7 +48,7 @@ std::vector<std::pair<std::string, std::string>> schedule_settings(const collect
 
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks,
                            double timeout_s)
-    : store_(std::move(store)), prefix_(prefix), rank_(rank), nranks_(nranks), timeout_override_(timeout_s) {
+    : store_(std::move(store)), prefix_(prefix), timeout_override_(timeout_s), rank_(rank), nranks_(nranks) {
   log::set_thread_rank(rank);
   settings_ = config::Settings::from_env();
   if (timeout_s > 0) settings_.timeout_s = timeout_s;
@@ -236,8 +236,13 @@ void Communicator::execute(Call& c, bool background, bool device) {
   const size_t es = kernels::dtype_size(a.dtype);
   // Training loops repeat one call: its algorithm, chunk and schedule are looked up once.
   const size_t max_bytes = device ? gpu_->chunk_bytes : chunk_bytes();
-  const CallKey key{static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op),
-                    a.root,  max_bytes, a.in_place};
+  const CallKey key{static_cast<int>(a.coll),
+                    a.count,
+                    static_cast<int>(a.dtype),
+                    static_cast<int>(a.op),
+                    a.root,
+                    max_bytes,
+                    a.in_place};
   collectives::Trial* trial = nullptr;
   if (a.v) {
     // A v-collective's schedule depends on its counts: built for this call alone.

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 namespace coral {
 
 struct GpuState;
+class P2PEngine;
 
 class Communicator {
  public:
@@ -51,6 +53,9 @@ class Communicator {
   // Stream-ordered (NCCL's semantics): returns at once; the call runs once the stream's earlier
   // work is done, and the stream's later work waits for it. device: the buffers are on the GPU.
   void run_on_stream(Call call, void* stream, bool device);
+  // A group's point-to-point calls on device buffers, stream-ordered as one request: they
+  // progress together, as on the host (gpu_group.cc).
+  void run_group_on_stream(std::vector<Call> calls, void* stream);
   // The GPU the communicator's device calls use, -1 before the first one.
   int gpu_device();
   // Bytes per message of device-buffer calls on one host (cuda_ipc slots); 0 before the first.
@@ -76,6 +81,17 @@ class Communicator {
   void destroy_premul(coralRedOp_t op);
   // The scalar a call of dtype with op uses; throws coralInvalidArgument naming what is wrong.
   Premul premul_op(coralRedOp_t op, coralDataType_t dtype) const;
+  // coralCommRegister/Deregister: the registrations this communicator holds (api_mem.cc).
+  struct Registration {
+    void* buff = nullptr;
+    size_t size = 0;
+    bool region = false;  // in coralMemAlloc memory, counted there until this goes
+    ~Registration();
+  };
+  void add_registration(Registration* r);
+  // Removes r once the outstanding operations are done; throws coralInvalidArgument when r is
+  // not one of this communicator's.
+  std::unique_ptr<Registration> remove_registration(void* handle);
   // Marks the communicator failed and tells local peers.
   void abort(const std::string& why);
   coralResult_t async_error() const;
@@ -88,6 +104,9 @@ class Communicator {
   void execute(Call& call, bool background = false, bool device = false);
   // On the progress thread: a stream-ordered call (gpu_calls.cc).
   void run_stream_call(Request& r);
+  // The GpuState, made at the first stream-ordered call; and queueing a stream-ordered request.
+  void ensure_gpu();
+  void submit_stream(std::shared_ptr<Request> req, void* stream);
   void connect_device_links();
   void staged(Call& call);
   // A PreMulSum call's inputs scaled into premul_buf_, which becomes its send buffer (premul.cc).
@@ -110,6 +129,11 @@ class Communicator {
   // A group or point-to-point request, with the point-to-point requests queued behind it
   // (batch.cc); finishes every request it runs.
   void run_batch(std::shared_ptr<Request>& first);
+  // Moves the engine's operations until all are done, calling between() before each pass.
+  void drive(P2PEngine& engine, const std::function<void()>& between);
+  // A stream-ordered group's point-to-point calls on device buffers, staged through pinned
+  // host memory (gpu_group.cc).
+  void run_stream_p2p(Request& r);
   void probe_links();
   void p2p(bool send, void* buf, size_t bytes, int peer);
   void wait_idle();
@@ -130,7 +154,7 @@ class Communicator {
   std::shared_ptr<Rescue> rescue_;
   std::vector<std::string> rescue_addrs_;                // by rank
   std::vector<bootstrap::wire::Secret> rescue_secrets_;  // by rank
-  std::shared_ptr<void> keepalive_;  // a shrink's rendezvous, served by the parent's root
+  std::shared_ptr<void> keepalive_;                      // a shrink's rendezvous, served by the parent's root
   std::vector<transport::PeerInfo> peers_;
   int rank_, nranks_;
   config::Settings settings_;
@@ -148,7 +172,7 @@ class Communicator {
     Plan plan;     // against host_.links, made at the first host call
   };
   std::map<CacheKey, Cached> cache_;
-  Cached v_cached_;  // the running v-collective's
+  Cached v_cached_;        // the running v-collective's
   bool agreeing_ = false;  // inside agree(): its all-reduce runs the cost model's pick
   // The last call's shape and its chunk limit, and what it was given: a cache_ entry
   // (schedule_for() only clears cache_ on a miss, which sets last_ again).
@@ -165,8 +189,10 @@ class Communicator {
     Premul scalar;
   };
   std::array<PremulSlot, kMaxPremulOps> premul_ops_{};
-  int premul_base_ = 0;  // this communicator's handle range: [base, base + kMaxPremulOps)
+  int premul_base_ = 0;                // this communicator's handle range: [base, base + kMaxPremulOps)
   std::vector<std::byte> premul_buf_;  // pre-scaled inputs of host calls
+
+  std::vector<std::unique_ptr<Registration>> registrations_;  // under state_mu_
 
   mutable std::mutex state_mu_;
   // Written under state_mu_, after failure_; atomic so that check_usable() need not lock.

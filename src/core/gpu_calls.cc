@@ -34,17 +34,28 @@ size_t Communicator::device_chunk_bytes() {
   return gpu_ && gpu_->connected ? gpu_->chunk_bytes : 0;
 }
 
-void Communicator::run_on_stream(Call call, void* stream, bool device) {
+void Communicator::ensure_gpu() {
   check_usable();
   const int dev = gpu::current_device();
-  {
-    std::lock_guard<std::mutex> lock(queue_.mutex());
-    if (!gpu_) {
-      gpu_ = std::make_unique<GpuState>(dev);
-      gpu::load_kernels();
-      log::info(log::Coll, "stream-ordered calls run on GPU {}", dev);
-    }
+  std::lock_guard<std::mutex> lock(queue_.mutex());
+  if (!gpu_) {
+    gpu_ = std::make_unique<GpuState>(dev);
+    gpu::load_kernels();
+    log::info(log::Coll, "stream-ordered calls run on GPU {}", dev);
   }
+}
+
+void Communicator::submit_stream(std::shared_ptr<Request> req, void* stream) {
+  req->ready = gpu_->events->take();
+  req->ready->record(stream);
+  queue_.submit(req, [&] {
+    req->seq = ++gpu_->issued;
+    gpu_->flag.stream_wait_geq(stream, req->seq);
+  });
+}
+
+void Communicator::run_on_stream(Call call, void* stream, bool device) {
+  ensure_gpu();
   // Everything that allocates happens here, before this stream is parked (gpu_state.h says
   // why): the kernels' load above, the links (cudaMalloc, IPC opens), the staging buffers.
   if (device && !gpu_->connected) {
@@ -61,12 +72,7 @@ void Communicator::run_on_stream(Call call, void* stream, bool device) {
   auto req = std::make_shared<Request>();
   req->call = call;
   req->device = device;
-  req->ready = gpu_->events->take();
-  req->ready->record(stream);
-  queue_.submit(req, [&] {
-    req->seq = ++gpu_->issued;
-    gpu_->flag.stream_wait_geq(stream, req->seq);
-  });
+  submit_stream(std::move(req), stream);
 }
 
 void Communicator::run_stream_call(Request& r) {
@@ -80,6 +86,10 @@ void Communicator::run_stream_call(Request& r) {
   try {
     gpu::set_device(gpu_->device);
     r.ready->sync();
+    if (!r.group.empty()) {
+      run_stream_p2p(r);
+      return;
+    }
     if (!r.device) {
       execute(r.call, true);
       return;
@@ -87,8 +97,7 @@ void Communicator::run_stream_call(Request& r) {
     if (gpu_->all_local) {
       if (r.call.premul.on) prescale_device(r.call);
       execute(r.call, true, true);
-    }
-    else
+    } else
       staged(r.call);
   } catch (const Error& e) {
     {
@@ -138,7 +147,8 @@ struct Extent {
 // The end of the furthest block of a v-collective; without displacements, the blocks' sum.
 size_t span(const std::vector<size_t>& counts, const std::vector<size_t>& displs) {
   size_t end = 0;
-  for (size_t q = 0; q < counts.size(); ++q) end = displs.empty() ? end + counts[q] : std::max(end, displs[q] + counts[q]);
+  for (size_t q = 0; q < counts.size(); ++q)
+    end = displs.empty() ? end + counts[q] : std::max(end, displs[q] + counts[q]);
   return end;
 }
 

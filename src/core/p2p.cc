@@ -37,7 +37,9 @@ void P2PEngine::finished(P2POp& op) {
 }
 
 // Both ends of a link are one transport with settings every rank agreed on, so they cut alike.
-size_t P2PEngine::piece(const transport::Link& l) const { return chunk_ ? std::min(chunk_, l.max_message()) : l.max_message(); }
+size_t P2PEngine::piece(const transport::Link& l) const {
+  return chunk_ ? std::min(chunk_, l.max_message()) : l.max_message();
+}
 
 bool P2PEngine::move_send(P2POp& op, WaitMonitor& mon) {
   transport::Link& l = *links_[op.peer];

@@ -20,9 +20,9 @@ struct P2POp {
   int peer = -1;
   std::byte* buf = nullptr;
   size_t bytes = 0;
-  uint64_t tag = 0;   // set by the engine: the same on both sides of a message
-  size_t owner = 0;   // the request it belongs to (P2PEngine::add's id)
-  size_t done = 0;    // bytes moved so far
+  uint64_t tag = 0;  // set by the engine: the same on both sides of a message
+  size_t owner = 0;  // the request it belongs to (P2PEngine::add's id)
+  size_t done = 0;   // bytes moved so far
   bool started = false;
   bool finished = false;
 };
@@ -55,11 +55,11 @@ class P2PEngine {
   size_t chunk_;
   std::vector<uint64_t>& send_seq_;
   std::vector<uint64_t>& recv_seq_;
-  std::vector<P2POp> ops_;      // in posting order
-  std::vector<size_t> left_;    // by owner: operations not finished
+  std::vector<P2POp> ops_;    // in posting order
+  std::vector<size_t> left_;  // by owner: operations not finished
   size_t active_ = 0;
-  size_t first_open_ = 0;       // ops_ before it are all finished
-  std::vector<uint8_t> seen_;   // per (peer, direction), scratch of progress()
+  size_t first_open_ = 0;      // ops_ before it are all finished
+  std::vector<uint8_t> seen_;  // per (peer, direction), scratch of progress()
 };
 
 }  // namespace coral

@@ -65,11 +65,12 @@ void Communicator::destroy_premul(coralRedOp_t op) {
   std::lock_guard<std::mutex> lock(state_mu_);
   const int i = static_cast<int>(op) - premul_base_;
   if (op < coralNumOps || op >= coralBand)
-    fail(coralInvalidArgument, fmt::format("op {} is a built-in op, not one from coralRedOpCreatePreMulSum",
-                                           static_cast<int>(op)));
+    fail(coralInvalidArgument,
+         fmt::format("op {} is a built-in op, not one from coralRedOpCreatePreMulSum", static_cast<int>(op)));
   if (premul_base_ == 0 || i < 0 || i >= kMaxPremulOps)
     fail(coralInvalidArgument, fmt::format("op {} was not created on this communicator", static_cast<int>(op)));
-  if (!premul_ops_[i].live) fail(coralInvalidArgument, fmt::format("op {} was already destroyed", static_cast<int>(op)));
+  if (!premul_ops_[i].live)
+    fail(coralInvalidArgument, fmt::format("op {} was already destroyed", static_cast<int>(op)));
   premul_ops_[i].live = false;
 }
 

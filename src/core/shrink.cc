@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -73,19 +74,33 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   bootstrap::Record mine("shrink record", rank_);
   mine.add("exclude", list_text(exclude));
   ex.publish("exclude", mine);
+  // Every list is read before anyone fails, and the root serves until all have read: a root
+  // that failed at once and exited would leave the others without the store.
+  std::optional<Error> bad;
   for (int q : alive) {
     if (q == rank_) continue;
-    bootstrap::Record theirs;
     try {
-      theirs = ex.read("exclude", q, mine.what());
+      const bootstrap::Record theirs = ex.read("exclude", q, mine.what());
+      if (theirs.text("exclude") != mine.text("exclude") && !bad)
+        bad.emplace(coralInvalidUsage, fmt::format("ranks passed different exclude lists to coralCommShrink: rank {} "
+                                                   "excludes {}, rank {} excludes {}",
+                                                   q, theirs.text("exclude"), rank_, mine.text("exclude")));
     } catch (const Error& e) {
-      fail(e.code(), fmt::format("rank {} did not join the shrink (is it dead too? then exclude it): {}", q, e.what()));
+      if (!bad)
+        bad.emplace(e.code(),
+                    fmt::format("rank {} did not join the shrink (is it dead too? then exclude it): {}", q, e.what()));
     }
-    if (theirs.text("exclude") != mine.text("exclude"))
-      fail(coralInvalidUsage, fmt::format("ranks passed different exclude lists to coralCommShrink: rank {} excludes "
-                                          "{}, rank {} excludes {}",
-                                          q, theirs.text("exclude"), rank_, mine.text("exclude")));
   }
+  ex.publish("checked", mine);
+  if (root == rank_)
+    for (int q : alive) {
+      if (q == rank_) continue;
+      try {
+        ex.read("checked", q, mine.what());
+      } catch (const Error&) {  // gone meanwhile: nothing left to wait for
+      }
+    }
+  if (bad) throw *bad;
   log::info(log::Init, "shrink {}: excluding {} -> rank {} of {}", seq, list_text(exclude), me, alive.size());
   auto child = std::make_unique<Communicator>(store, prefix, me, static_cast<int>(alive.size()), timeout_override_);
   // The root's rendezvous serves the child for its whole life (its device links connect later).

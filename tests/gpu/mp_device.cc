@@ -74,6 +74,8 @@ coralResult_t run_on_device(coralComm_t comm, void* stream, int p, checks::Coll 
     case checks::Coll::Reduce:
       rc = coralReduce(dev_s, dev_r, n, t, op, root, comm, stream);
       break;
+    default:  // the newer collectives run through coral-bench --device (tests/mp/coral_bench.sh)
+      break;
   }
   gpu::Stream::sync_raw(stream);
   coralResult_t async = coralSuccess;
@@ -92,6 +94,57 @@ coralResult_t run_on_device(coralComm_t comm, void* stream, int p, checks::Coll 
 int fail(const char* what, coralComm_t comm) {
   std::fprintf(stderr, "FAIL %s (%s)\n", what, coralGetLastError(comm));
   return 1;
+}
+
+// Every rank sends right and receives left of 3 MiB device buffers in one group, sends first:
+// one by one the sends would wait for each other.
+std::string group_ring(coralComm_t comm, void* stream, int rank, int p) {
+  const size_t n = (size_t{3} << 20) / 4;
+  std::vector<int32_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(rank * 1000003 + i);
+  char* out = dev_alloc(n * 4);
+  char* in = dev_alloc(n * 4);
+  copy(out, v.data(), n * 4, stream);
+  const int next = (rank + 1) % p, prev = (rank + p - 1) % p;
+  coralGroupStart();
+  coralResult_t a = coralSend(out, n, coralInt32, next, comm, stream);
+  coralResult_t b = coralRecv(in, n, coralInt32, prev, comm, stream);
+  coralResult_t c = coralGroupEnd();
+  copy(v.data(), in, n * 4, stream);
+  gpu::free_device(out);
+  gpu::free_device(in);
+  if (a || b || c) return "device group ring: a call failed";
+  for (size_t i = 0; i < n; i += 977)
+    if (v[i] != static_cast<int32_t>(prev * 1000003 + i)) return "device group ring: wrong data";
+  return "";
+}
+
+// PreMulSum on device buffers with a device-resident scalar (rank + 1) and a host one (2).
+std::string premul_device(coralComm_t comm, void* stream, int rank, int p) {
+  const size_t n = 100003;
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 8);
+  char* x = dev_alloc(n * 4);
+  char* scalar = dev_alloc(4);
+  float s = static_cast<float>(rank + 1), two = 2;
+  copy(scalar, &s, 4, stream);
+  coralRedOp_t dev_op, host_op;
+  if (coralRedOpCreatePreMulSum(&dev_op, scalar, coralFloat32, coralScalarDevice, comm) != coralSuccess ||
+      coralRedOpCreatePreMulSum(&host_op, &two, coralFloat32, coralScalarHostImmediate, comm) != coralSuccess)
+    return "PreMulSum create";
+  copy(x, v.data(), n * 4, stream);
+  if (coralAllReduce(x, x, n, coralFloat32, dev_op, comm, stream) != coralSuccess ||
+      coralAllReduce(x, x, n, coralFloat32, host_op, comm, stream) != coralSuccess)
+    return "PreMulSum all-reduce";
+  copy(v.data(), x, n * 4, stream);
+  coralRedOpDestroy(dev_op, comm);
+  coralRedOpDestroy(host_op, comm);
+  gpu::free_device(x);
+  gpu::free_device(scalar);
+  // sum_q (q+1) * (i%8), then times 2 summed over p ranks.
+  for (size_t i = 0; i < n; i += 13)
+    if (v[i] != static_cast<float>((i % 8) * p * (p + 1) / 2 * 2 * p)) return "PreMulSum on device: wrong value";
+  return "";
 }
 
 int run(int argc, char** argv) {
@@ -152,6 +205,8 @@ int run(int argc, char** argv) {
     gpu::free_device(out);
     gpu::free_device(in);
   }
+  if (std::string e = group_ring(comm, stream, rank, p); !e.empty()) return fail(e.c_str(), comm);
+  if (std::string e = premul_device(comm, stream, rank, p); !e.empty()) return fail(e.c_str(), comm);
   coralResult_t async = coralSuccess;
   coralCommGetAsyncError(comm, &async);
   if (async != coralSuccess) return fail("async error", comm);

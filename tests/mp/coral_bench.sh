@@ -15,7 +15,45 @@ for coll in allreduce reducescatter allgather broadcast reduce; do
 done
 out=$("$run" -n 2 --no-prefix "$bench" -b 4K -e 4K -d all -o all -n 2 -w 1) || fail "all types and ops: $out"
 echo "$out" | python3 "$here/parse_nccl.py" 2 allreduce || fail "all types/ops output"
-[ "$(echo "$out" | grep -vc '^#')" -eq 50 ] || fail "expected 10 dtypes x 5 ops rows"
+[ "$(echo "$out" | grep -vc '^#')" -eq 60 ] || fail "expected 12 dtypes x 5 ops rows"
+
+# The newer collectives, checked (-c 1), under nccl-tests' names where it has one; the v-forms
+# with empty blocks. parse_nccl.py knows busbw factors by name: theirs is all-gather's (P-1)/P.
+for coll in alltoall alltoallv gather scatter allgatherv reducescatterv; do
+  out=$("$run" -n 3 --no-prefix "$bench" -t "$coll" -b 64 -e 256K -f 64 -n 2 -w 1 -r 2 -c 1 --skew inf -d all) ||
+    fail "$coll: exit $?: $out"
+  echo "$out" | python3 "$here/parse_nccl.py" 3 allgather || fail "$coll output"
+  echo "$out" | grep -q "# Out of bounds values : 0 OK" || fail "$coll results: $out"
+  echo "$out" | grep -q "# Collective: $coll " || fail "$coll header: $out"
+  [ "$(echo "$out" | grep -vc '^#')" -eq 36 ] || fail "$coll: expected 12 dtypes x 3 sizes rows: $out"
+  # The algorithm column names what runs: the v-forms' one algorithm, the tuner's pick for the others.
+  case $coll in
+    alltoall|alltoallv) algos="pairwise|bruck" ;;
+    gather|scatter) algos="direct|tree" ;;
+    *) algos="ring" ;;
+  esac
+  echo "$out" | awk -v a="^($algos)\$" '/^ +[0-9]/ && $(NF-2) !~ a {bad = 1} END {exit bad}' || fail "$coll algo column: $out"
+  # The root column: the root for gather and scatter, -1 for the others (nccl-tests' convention).
+  root=-1; [ $coll = gather ] || [ $coll = scatter ] && root=2
+  echo "$out" | awk -v r=$root '/^ +[0-9]/ && $5 != r {bad = 1} END {exit bad}' || fail "$coll root column: $out"
+done
+# nccl-tests' binary names and an even and a skewed all-to-all-v; the sizes agree with the counts.
+out=$("$run" -n 3 --no-prefix "$bench" -t all_to_all_perf -b 3K -e 3K -n 1 -w 0) || fail "-t all_to_all_perf: $out"
+echo "$out" | grep -q "^ *3072 *768 " || fail "alltoall 3K is not 768 floats: $out"
+for skew in 1 4; do
+  out=$("$run" -n 4 --no-prefix "$bench" -t alltoallv -b 64K -e 64K -n 1 -w 0 --skew $skew) || fail "--skew $skew: $out"
+  echo "$out" | grep -q "Out of bounds values : 0 OK" || fail "--skew $skew results: $out"
+done
+# PreMulSum: an op with a per-rank scalar, for every reducing collective and dtype.
+for coll in allreduce reducescatter reduce reducescatterv; do
+  out=$("$run" -n 3 --no-prefix "$bench" -t $coll -b 1K -e 64K -f 64 -n 1 -w 1 -o premulsum -d all) ||
+    fail "-o premulsum -t $coll: $out"
+  echo "$out" | grep -q "Out of bounds values : 0 OK" || fail "-o premulsum -t $coll results: $out"
+  echo "$out" | awk '/^ +[0-9]/ && $4 != "premulsum" {bad = 1} END {exit bad}' || fail "premulsum redop column: $out"
+done
+# A corrupted all-to-all result is caught too.
+out=$("$run" -n 3 --no-prefix "$bench" -t alltoall -b 1K -e 1K -n 1 -w 0 --inject-error 2>&1) && fail "corrupted all-to-all gave exit 0"
+echo "$out" | grep -q "# Out of bounds values : [1-9][0-9]* FAILED" || fail "all-to-all corruption not reported: $out"
 
 # A corrupted result is caught: #wrong > 0, FAILED footer, non-zero exit.
 out=$("$run" -n 2 --no-prefix "$bench" -b 1K -e 1K -n 2 -w 1 --inject-error 2>&1); rc=$?
@@ -45,8 +83,9 @@ fixed=$(CORAL_ALGO="$picks" "$run" -n 4 --no-prefix "$bench" -b 64K -e 1M -f 4 -
 echo "$fixed" | grep -q "Trials' picks" && fail "picks printed without trials"
 
 # --device on the stand-in GPU: stream-ordered calls, every collective checked, in and out of place.
-for t in allreduce reducescatter allgather broadcast reduce; do
-  out=$(CORAL_GPU_EMULATE=1 "$run" -n 3 --no-prefix "$bench" --device -t $t -b 8 -e 1M -f 64 -n 2 -w 1 -d all 2>&1) ||
+for t in allreduce reducescatter allgather broadcast reduce alltoall alltoallv gather scatter allgatherv reducescatterv; do
+  out=$(CORAL_GPU_EMULATE=1 "$run" -n 3 --no-prefix "$bench" --device -t $t -b 8 -e 1M -f 64 -n 2 -w 1 -d all \
+    --skew inf 2>&1) ||
     fail "--device -t $t: $out"
   echo "$out" | grep -q "Buffers: GPU" || fail "--device header: $out"
   echo "$out" | grep -q "Out of bounds values : 0 OK" || fail "--device -t $t results: $out"
@@ -75,7 +114,10 @@ check_bad "-e '1X'" -e 1X
 check_bad "-d 'float128'" -d float128
 check_bad "-o 'mean'" -o mean
 check_bad "is larger than -e" -b 1M -e 1K
-check_bad "-t 'alltoall'" -t alltoall
+check_bad "-t 'alltoallw'" -t alltoallw
+check_bad "--skew '0.5'" -t alltoallv --skew 0.5
+check_bad "--skew 'x'" -t alltoallv --skew x
+check_bad "-r 3 is not a rank" -t gather -r 3
 check_bad "unknown algorithm 'magic'" --algo magic
 check_bad "-c must be 0 or 1" -c 7
 # On the public API: linked against libcoral.so, with none of the library's internals inside.

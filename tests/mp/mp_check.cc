@@ -1,4 +1,5 @@
-// Run under coral-run: every collective through the public C API, exact checks, then p2p and
+// Run under coral-run: every collective through the public C API (the newer ones in blocking,
+// non-blocking and grouped forms, PreMulSum through real ops), exact checks, then p2p and
 // barrier. Exits non-zero with the first failure.
 #include <coral/coral.h>
 
@@ -44,13 +45,10 @@ static void poke_store() {
   }
 }
 
-int main() {
-  poke_store();
-  int rank, p;
-  coralComm_t comm = checks::init_from_env(&rank, &p);
-  if (!comm) return 2;
-  checks::Runner run = [&](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
-                           int root) {
+namespace {
+
+checks::Runner run_classic(coralComm_t comm) {
+  return [comm](checks::Coll c, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op, int root) {
     switch (c) {
       case checks::Coll::AllReduce:
         return coralAllReduce(s, r, n, t, op, comm, nullptr);
@@ -62,16 +60,148 @@ int main() {
         return coralBroadcast(s, r, n, t, root, comm, nullptr);
       case checks::Coll::Reduce:
         return coralReduce(s, r, n, t, op, root, comm, nullptr);
+      default:
+        return coralInternalError;
     }
-    return coralInternalError;
   };
+}
+
+enum class Mode { Blocking, NonBlocking, Grouped };
+const char* mode_name(Mode m) {
+  return m == Mode::Blocking      ? "the blocking call"
+         : m == Mode::NonBlocking ? "the coralI* call and coralWait"
+                                  : "a group of one";
+}
+
+// One call of the C API as l describes it, in the given form. kPremul becomes a PreMulSum op with
+// this rank's scalar, created for the call and destroyed after it.
+coralResult_t run_call(coralComm_t comm, Mode mode, const exact::Layout& l, const void* s, void* r, coralDataType_t t,
+                       coralRedOp_t op) {
+  using checks::Coll;
+  alignas(8) unsigned char scalar[8];
+  if (op == exact::kPremul) {
+    exact::premul_scalar(l.rank, t).store(scalar);
+    if (coralResult_t rc = coralRedOpCreatePreMulSum(&op, scalar, t, coralScalarHostImmediate, comm)) return rc;
+  }
+  const size_t n = l.n;
+  const size_t *sc = l.sendcounts.data(), *sd = l.sdispls.data(), *rc = l.recvcounts.data(), *rd = l.rdispls.data();
+  const size_t mine = l.is_v() ? l.recvcounts[l.rank] : 0;
+  coralResult_t res = coralInternalError;
+  if (mode == Mode::NonBlocking) {
+    coralRequest_t q = nullptr;
+    switch (l.coll) {
+      case Coll::AllReduce:
+        res = coralIAllReduce(s, r, n, t, op, comm, &q);
+        break;
+      case Coll::ReduceScatter:
+        res = coralIReduceScatter(s, r, n, t, op, comm, &q);
+        break;
+      case Coll::AllGather:
+        res = coralIAllGather(s, r, n, t, comm, &q);
+        break;
+      case Coll::Broadcast:
+        res = coralIBroadcast(s, r, n, t, l.root, comm, &q);
+        break;
+      case Coll::Reduce:
+        res = coralIReduce(s, r, n, t, op, l.root, comm, &q);
+        break;
+      case Coll::AllToAll:
+        res = coralIAllToAll(s, r, n, t, comm, &q);
+        break;
+      case Coll::AllToAllv:
+        res = coralIAllToAllv(s, sc, sd, r, rc, rd, t, comm, &q);
+        break;
+      case Coll::Gather:
+        res = coralIGather(s, r, n, t, l.root, comm, &q);
+        break;
+      case Coll::Scatter:
+        res = coralIScatter(s, r, n, t, l.root, comm, &q);
+        break;
+      case Coll::AllGatherv:
+        res = coralIAllGatherv(s, mine, r, rc, rd, t, comm, &q);
+        break;
+      case Coll::ReduceScatterv:
+        res = coralIReduceScatterv(s, r, rc, t, op, comm, &q);
+        break;
+    }
+    if (res == coralSuccess) res = coralWait(q);
+  } else {
+    if (mode == Mode::Grouped && (res = coralGroupStart()) != coralSuccess) return res;
+    switch (l.coll) {
+      case Coll::AllReduce:
+        res = coralAllReduce(s, r, n, t, op, comm, nullptr);
+        break;
+      case Coll::ReduceScatter:
+        res = coralReduceScatter(s, r, n, t, op, comm, nullptr);
+        break;
+      case Coll::AllGather:
+        res = coralAllGather(s, r, n, t, comm, nullptr);
+        break;
+      case Coll::Broadcast:
+        res = coralBroadcast(s, r, n, t, l.root, comm, nullptr);
+        break;
+      case Coll::Reduce:
+        res = coralReduce(s, r, n, t, op, l.root, comm, nullptr);
+        break;
+      case Coll::AllToAll:
+        res = coralAllToAll(s, r, n, t, comm, nullptr);
+        break;
+      case Coll::AllToAllv:
+        res = coralAllToAllv(s, sc, sd, r, rc, rd, t, comm, nullptr);
+        break;
+      case Coll::Gather:
+        res = coralGather(s, r, n, t, l.root, comm, nullptr);
+        break;
+      case Coll::Scatter:
+        res = coralScatter(s, r, n, t, l.root, comm, nullptr);
+        break;
+      case Coll::AllGatherv:
+        res = coralAllGatherv(s, mine, r, rc, rd, t, comm, nullptr);
+        break;
+      case Coll::ReduceScatterv:
+        res = coralReduceScatterv(s, r, rc, t, op, comm, nullptr);
+        break;
+    }
+    if (mode == Mode::Grouped) {
+      coralResult_t end = coralGroupEnd();
+      if (res == coralSuccess) res = end;
+    }
+  }
+  if (op >= coralNumOps && op < coralBand) {
+    coralResult_t d = coralRedOpDestroy(op, comm);
+    if (res == coralSuccess) res = d;
+  }
+  return res;
+}
+
+}  // namespace
+
+int main() {
+  poke_store();
+  int rank, p;
+  coralComm_t comm = checks::init_from_env(&rank, &p);
+  if (!comm) return 2;
   int cases = 0;
   for (const checks::Case& c : checks::all_cases(p)) {
-    std::string e = checks::run_case(run, rank, p, c);
+    std::string e = checks::run_case(run_classic(comm), rank, p, c);
     if (!e.empty()) {
       std::fprintf(stderr, "FAIL %s (%s)\n", e.c_str(), coralGetLastError(comm));
       return 1;
     }
+    cases++;
+  }
+  // The newer collectives take turns through the blocking, the non-blocking and the grouped
+  // forms (every rank goes through the same list, so they agree on each case's form).
+  Mode mode = Mode::Blocking;
+  const checks::CallRunner run = [&](const exact::Layout& l, const void* s, void* r, coralDataType_t t,
+                                     coralRedOp_t op) { return run_call(comm, mode, l, s, r, t, op); };
+  for (const checks::Case& c : checks::extended_cases(p)) {
+    std::string e = checks::run_case(run, rank, p, c);
+    if (!e.empty()) {
+      std::fprintf(stderr, "FAIL %s via %s (%s)\n", e.c_str(), mode_name(mode), coralGetLastError(comm));
+      return 1;
+    }
+    mode = static_cast<Mode>((static_cast<int>(mode) + 1) % 3);
     cases++;
   }
   // Non-blocking all-reduces overlapping with local work, completed in order.

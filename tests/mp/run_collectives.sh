@@ -1,5 +1,6 @@
 #!/bin/bash
-# Every collective as processes via coral-run, P in {1,2,3,4,5,8}.
+# Every collective as processes via coral-run, P in {1,2,3,4,5,8}: mp_check's exact checks
+# (tests/common/checks.h), the newer collectives in blocking, non-blocking and grouped forms.
 set -u
 coral_run=$1 prog=$2
 for p in 1 2 3 4 5 8; do

@@ -5,8 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -26,7 +26,8 @@ std::string read_line(int fd) {
 }
 
 // The survivor's report: "ok <new rank> <new size>", or "<code> <message>".
-std::string survive(coralComm_t comm, int rank, int nranks, const std::vector<int>& dead, const std::vector<int>& mine) {
+std::string survive(coralComm_t comm, int rank, int nranks, const std::vector<int>& dead,
+                    const std::vector<int>& mine) {
   std::vector<int32_t> buf(1 << 20, 1);
   coralResult_t rc = coralSuccess;
   auto start = Clock::now();

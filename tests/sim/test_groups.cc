@@ -45,10 +45,10 @@ std::string check_bytes(const std::vector<uint8_t>& got, int from, const std::st
   return "";
 }
 
-#define CALL(x)                                                                          \
-  do {                                                                                   \
-    if (coralResult_t rc_ = (x); rc_ != coralSuccess)                                    \
-      return fmt::format("rank {}: {} gave {}: {}", rank, #x, static_cast<int>(rc_),     \
+#define CALL(x)                                                                                              \
+  do {                                                                                                       \
+    if (coralResult_t rc_ = (x); rc_ != coralSuccess)                                                        \
+      return fmt::format("rank {}: {} gave {}: {}", rank, #x, static_cast<int>(rc_),                         \
                          coralGetLastError(comm)[0] ? coralGetLastError(comm) : coralGetLastError(nullptr)); \
   } while (0)
 

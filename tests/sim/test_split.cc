@@ -32,10 +32,10 @@ std::string on_ranks(int p, const std::function<std::string(int, coralComm_t)>& 
   return "";
 }
 
-#define CALL(x)                                                                                          \
-  do {                                                                                                   \
-    if (coralResult_t rc_ = (x); rc_ != coralSuccess)                                                    \
-      return fmt::format("rank {}: {} gave {}: {}", rank, #x, static_cast<int>(rc_),                     \
+#define CALL(x)                                                                                              \
+  do {                                                                                                       \
+    if (coralResult_t rc_ = (x); rc_ != coralSuccess)                                                        \
+      return fmt::format("rank {}: {} gave {}: {}", rank, #x, static_cast<int>(rc_),                         \
                          coralGetLastError(comm)[0] ? coralGetLastError(comm) : coralGetLastError(nullptr)); \
   } while (0)
 
@@ -70,11 +70,14 @@ TEST_CASE("split by parity and by halves, with NOCOLOR ranks, nested, interleave
             const bool out = p > 2 && w == p - 1;
             CALL(coralCommSplit(comm, out ? CORAL_SPLIT_NOCOLOR : (w < p / 2 ? 0 : 1), 0, &half));
             if (out != (half == nullptr)) return fmt::format("rank {}: NOCOLOR gave comm {}", w, (void*)half);
-            if (std::string e = check_sum(comm, w, [&] {
-                  std::vector<int> all;
-                  for (int q = 0; q < p; ++q) all.push_back(q);
-                  return all;
-                }(), "parent after splits");
+            if (std::string e = check_sum(
+                    comm, w,
+                    [&] {
+                      std::vector<int> all;
+                      for (int q = 0; q < p; ++q) all.push_back(q);
+                      return all;
+                    }(),
+                    "parent after splits");
                 !e.empty())
               return e;
             if (half) {
@@ -160,7 +163,8 @@ TEST_CASE("64 live PreMulSum ops per communicator; foreign ops are refused") {
           CALL(coralAllReduce(&x, &y, 1, coralFloat64, ops[63], comm, nullptr));
           if (y != 2) return fmt::format("the 64th op gave {}", y);
           for (coralRedOp_t op : ops) CALL(coralRedOpDestroy(op, comm));
-          if (coralRedOpCreatePreMulSum(nullptr, &s, coralFloat64, coralScalarHostImmediate, comm) != coralInvalidArgument)
+          if (coralRedOpCreatePreMulSum(nullptr, &s, coralFloat64, coralScalarHostImmediate, comm) !=
+              coralInvalidArgument)
             return "a NULL op was accepted";
           if (coralRedOpCreatePreMulSum(&ops[0], &s, coralFloat64, static_cast<coralScalarResidence_t>(5), comm) !=
               coralInvalidArgument)

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "base/error.h"
 #include "kernels/copy.h"
@@ -108,7 +109,13 @@ void ShmLink::send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonit
   uint64_t addr = reinterpret_cast<uintptr_t>(src);
   CORAL_TSAN_RELEASE(addr);
   unflushed_.push_back(addr);
-  std::memcpy(out_->meta[out_head_ % geo_.nslots].inline_data, &addr, sizeof addr);
+  std::byte* line = out_->meta[out_head_ % geo_.nslots].inline_data;
+  std::memcpy(line, &addr, sizeof addr);
+  // A source in registered memory names its region, which the receiver maps and reads in place.
+  RegionRef ref{};
+  if (std::optional<Region> r = registered_region(src, bytes))
+    ref = {r->id, reinterpret_cast<uintptr_t>(r->base), r->size, r->fd};
+  std::memcpy(line + sizeof addr, &ref, sizeof ref);
   publish(static_cast<uint32_t>(bytes) | kDirect, tag);
 }
 
@@ -169,6 +176,7 @@ Message ShmLink::recv_peek(WaitMonitor& mon, bool want_local) {
     if (!want_local) return Message{nullptr, bytes, m.tag};
     uint64_t addr;
     std::memcpy(&addr, m.inline_data, sizeof addr);
+    if (const std::byte* p = in_place(m.inline_data, addr, bytes)) return Message{p, bytes, m.tag};
     read_remote(slot, addr, bytes);  // the slot is free: the sender did not use it
     return Message{slot, bytes, m.tag};
   }
@@ -181,8 +189,28 @@ void ShmLink::recv_read(const Message& msg, void* dst) {
     return;
   }
   uint64_t addr;
-  std::memcpy(&addr, in_->meta[in_tail_ % geo_.nslots].inline_data, sizeof addr);
+  const std::byte* line = in_->meta[in_tail_ % geo_.nslots].inline_data;
+  std::memcpy(&addr, line, sizeof addr);
+  if (const std::byte* p = in_place(line, addr, msg.bytes)) return kernels::copy_streaming(dst, p, msg.bytes);
   read_remote(dst, addr, msg.bytes);
+}
+
+// A by-reference message readable where it lies: the sender's own memory when the ranks are
+// threads of one process, or its registered region as mapped here. nullptr: read it by
+// cross-memory attach. The sender keeps it unchanged until the operation ends (flush).
+const std::byte* ShmLink::in_place(const std::byte* line, uint64_t addr, size_t bytes) {
+  if (peer_pid_ == getpid()) {
+    CORAL_TSAN_ACQUIRE(addr);
+    read_from_ = addr;
+    return reinterpret_cast<const std::byte*>(addr);
+  }
+  RegionRef ref;
+  std::memcpy(&ref, line + sizeof addr, sizeof ref);
+  if (ref.id == 0) return nullptr;
+  if (!regions_) regions_ = std::make_unique<PeerRegions>(peer_pid_);
+  const std::byte* p = regions_->find(ref, addr, bytes);
+  if (p) read_from_ = addr;
+  return p;
 }
 
 void ShmLink::recv_release() {

@@ -4,10 +4,12 @@
 #pragma once
 #include <sys/types.h>
 
+#include <memory>
 #include <vector>
 
 #include "transport/shm/memory.h"
 #include "transport/shm/post.h"
+#include "transport/shm/regions.h"
 #include "transport/shm/wakes.h"
 #include "transport/transport.h"
 
@@ -81,6 +83,7 @@ class ShmLink : public Link {
   }
   void bumped(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, Wakes::Stamp& stamp);
   void read_remote(void* dst, uint64_t addr, size_t bytes);
+  const std::byte* in_place(const std::byte* line, uint64_t addr, size_t bytes);
 
   int peer_;
   pid_t peer_pid_;
@@ -104,6 +107,7 @@ class ShmLink : public Link {
   WaitMonitor* mon_ = nullptr;                    // of the receive in progress: consulted when a direct read fails
   uint64_t read_from_ = 0;                        // sender address of the by-reference message being received
   std::vector<uint64_t> unflushed_;               // our by-reference sends the peer may still be reading
+  std::unique_ptr<PeerRegions> regions_;          // the peer's registered regions mapped here, made on first use
   Domain* health_ = nullptr;
   unsigned not_ready_ = 0;  // probes that found nothing (a few of them poll for the peer's death)
   bool peer_gone_ = false;  // a probe saw the peer's death: the probes stay true
