@@ -191,8 +191,50 @@ struct DeviceMem {
   ~DeviceMem() { coralDeviceFree(p); }
 };
 
+// Host memory of the calls: a vector, or with -R 1 coralMemAlloc memory registered with the
+// communicator, as nccl-tests' -R does with ncclMemAlloc and ncclCommRegister.
+class HostBuf {
+ public:
+  HostBuf() = default;
+  HostBuf(const HostBuf&) = delete;
+  HostBuf& operator=(const HostBuf&) = delete;
+  ~HostBuf() { release(); }
+  void alloc(size_t bytes, bool registered) {
+    release();
+    if (!registered) {
+      v_.assign(bytes, 0);
+      p_ = v_.data();
+    } else {
+      void* p = nullptr;
+      check(coralMemAlloc(&p, bytes), "coralMemAlloc");
+      check(coralCommRegister(g_comm, p, bytes, &handle_), "coralCommRegister");
+      p_ = static_cast<uint8_t*>(p);
+    }
+    n_ = bytes;
+  }
+  uint8_t* data() { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  void release() {
+    if (handle_) {
+      check(coralCommDeregister(g_comm, handle_), "coralCommDeregister");
+      check(coralMemFree(p_), "coralMemFree");
+    }
+    handle_ = nullptr;
+    v_.clear();
+    p_ = nullptr;
+    n_ = 0;
+  }
+  std::vector<uint8_t> v_;
+  uint8_t* p_ = nullptr;
+  size_t n_ = 0;
+  void* handle_ = nullptr;
+};
+
 struct Buffers {
-  std::vector<uint8_t> send, recv, inplace, input;
+  HostBuf send, recv, inplace;
+  std::vector<uint8_t> input;
   DeviceMem d_send, d_recv, d_inplace;  // --device
 };
 
@@ -321,9 +363,10 @@ int main(int argc, char** argv) {
     Buffers b;
     // One element more than any size needs: data() of an empty buffer could be NULL.
     const auto [send_n, recv_n, one_n] = extents(o, t, rank, nranks);
-    b.send.resize((send_n + 1) * es);
-    b.recv.resize((recv_n + 1) * es);
-    b.inplace.resize((one_n + 1) * es);
+    const bool reg = o.local_register == 1;
+    b.send.alloc((send_n + 1) * es, reg);
+    b.recv.alloc((recv_n + 1) * es, reg);
+    b.inplace.alloc((one_n + 1) * es, reg);
     if (o.device) {
       check_device(coralDeviceMalloc(&b.d_send.p, b.send.size()), "coralDeviceMalloc");
       check_device(coralDeviceMalloc(&b.d_recv.p, b.recv.size()), "coralDeviceMalloc");

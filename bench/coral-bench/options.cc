@@ -128,6 +128,8 @@ Options parse_options(int argc, char** argv) {
   app.add_flag("--csv", o.csv, "print CSV instead of the table");
   app.add_flag("-G,--device", o.device, "buffers in GPU memory (GPU = local rank modulo GPUs), calls on a CUDA stream");
   app.add_option("--plot", o.plot, "write a PNG of busbw against size (gnuplot)");
+  app.add_option("-R,--local_register", o.local_register,
+                 "1: host buffers from coralMemAlloc, registered with the communicator (zero-copy path)");
   app.add_flag("--inject-error", o.inject_error, "test hook: corrupt one result element on rank 0")->group("");
   try {
     app.parse(argc, argv);
@@ -148,6 +150,8 @@ Options parse_options(int argc, char** argv) {
   if (o.average < 0 || o.average > 3) bad("-a must be 0, 1, 2 or 3");
   if (o.timeout_s < 0) bad("-T must not be negative");
   if (o.root < 0) bad("-r must not be negative");
+  if (o.local_register != 0 && o.local_register != 1)
+    bad("-R must be 0 or 1 (nccl-tests' 2, symmetric registration, has no counterpart here)");
   const std::pair<const char*, exact::Coll> colls[] = {{"allreduce", exact::Coll::AllReduce},
                                                        {"reducescatter", exact::Coll::ReduceScatter},
                                                        {"allgather", exact::Coll::AllGather},

@@ -27,6 +27,7 @@ struct Options {
   std::string coll_name = "allreduce";
   std::string algo = "auto";
   bool device = false;        // buffers in GPU memory, calls on a CUDA stream
+  int local_register = 0;     // -R 1: buffers from coralMemAlloc, registered (nccl-tests' -R)
   bool inject_error = false;  // test hook: corrupt one element on rank 0 before checking
   std::vector<size_t> sizes() const;
 };

@@ -60,7 +60,10 @@ void print_header(const Options& o, int nranks, const std::vector<std::string>& 
   std::printf("#\n# Using devices\n");
   for (const std::string& l : rank_lines) std::printf("%s\n", l.c_str());
   std::printf("#\n# Collective: %s  Ranks: %d  Algorithm: %s  Buffers: %s\n", o.coll_name.c_str(), nranks,
-              o.algo.c_str(), o.device ? "GPU (stream-ordered)" : "host");
+              o.algo.c_str(),
+              o.device           ? "GPU (stream-ordered)"
+              : o.local_register ? "host, registered (-R 1)"
+                                 : "host");
   if (b.gbps > 0) std::printf("# Bound: %.3f GB/s (%s); %%bound = busbw / bound\n", b.gbps, b.what.c_str());
   std::printf("#\n");
   std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",

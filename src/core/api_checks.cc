@@ -137,6 +137,12 @@ Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, cor
   Call made = make_call(coll, s, r, n, t, op, root);
   made.premul = call.premul;
   if (made.premul.on) made.args.op = coralSum;
+  // NCCL's in-place layouts; schedules that may then let peers read the send buffer in place
+  // (it is never written when apart from the receive buffer) need to know.
+  const size_t block = n * kernels::dtype_size(t) * static_cast<size_t>(c.rank());
+  made.args.in_place = n && (coll == Coll::ReduceScatter ? r == static_cast<const std::byte*>(s) + block
+                             : coll == Coll::AllGather   ? s == static_cast<const std::byte*>(r) + block
+                                                         : s == r);
   return made;
 }
 

@@ -20,7 +20,10 @@ Schedule allreduce_twoshot(const CollArgs& a) {
   for (size_t lo = 0; lo < blk.size[0]; lo += a.chunk) {  // block 0 is the largest
     for (int k = 1; k < p; ++k) {
       int to = (r + k) % p;
-      if (size_t n = piece(to, lo)) s.steps.push_back(collectives::send(to, {Buf::Send, blk.off[to] + lo}, n));
+      // Apart from the receive buffer the send buffer is never written, so the peer may read
+      // it in place (cross-memory attach, or a mapping of registered memory).
+      if (size_t n = piece(to, lo))
+        s.steps.push_back(collectives::send(to, {Buf::Send, blk.off[to] + lo}, n, !a.in_place));
     }
     if (size_t n = piece(r, lo)) {
       const Ref mine{Buf::Send, blk.off[r] + lo}, acc{Buf::Recv, blk.off[r] + lo};
