@@ -34,8 +34,7 @@ int main(int argc, char** argv) {
       memset(a, r + 1, bytes);
       memset(b, 0, bytes);
       __atomic_add_fetch(&go[0], 1, __ATOMIC_SEQ_CST);
-      while (__atomic_load_n(&go[0], __ATOMIC_SEQ_CST) < p) {
-      }
+      while (__atomic_load_n(&go[0], __ATOMIC_SEQ_CST) < p) {}
       double t0 = now();
       for (int i = 0; i < reps; ++i) memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
       sec[r] = now() - t0;
