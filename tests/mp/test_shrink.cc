@@ -137,10 +137,16 @@ TEST_CASE("shrink past one dead rank, P=4, shared memory") {
   expect_shrunk(4, {0}, nullptr);  // the store's host
 }
 
-TEST_CASE("shrink past two dead ranks, P=6, shared memory") { expect_shrunk(6, {0, 4}, nullptr); }
+TEST_CASE("shrink past dead ranks, P=4 and P=6, one and two, shared memory") {
+  expect_shrunk(6, {0, 4}, nullptr);
+  expect_shrunk(6, {5}, nullptr);
+  expect_shrunk(4, {1, 2}, nullptr);
+}
 
 TEST_CASE("shrink past dead ranks over TCP") {
   expect_shrunk(4, {3}, "tcp");
+  expect_shrunk(4, {0, 3}, "tcp");
+  expect_shrunk(6, {2}, "tcp");
   expect_shrunk(6, {0, 1}, "tcp");
 }
 

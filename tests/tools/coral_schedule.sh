@@ -28,7 +28,11 @@ expect_fail() {  # expect_fail PATTERN ARGS...
   [ $? -eq 2 ] && echo "$out" | grep -q -- "$pat" && ok "$* -> $pat" || bad "$*: $out"
 }
 expect_fail "allgather has no algorithm 'tree'" -c allgather -a tree
-expect_fail "unknown collective" -c alltoall
+expect_fail "unknown collective" -c alltoallv
+out=$("$cs" -q -c alltoall -n 5 --count 3)
+[ "$(echo "$out" | grep -c 'postcondition holds')" = 2 ] && ok "alltoall pairwise and bruck at P=5" || bad "$out"
+out=$("$cs" -q -c scatter -a tree -n 9 --count 2)
+echo "$out" | grep -q "verify scatter tree P=9 count=2: postcondition holds" && ok "scatter tree" || bad "$out"
 expect_fail "rank 9 is not in 0..3" -n 4 -r 9
 echo "coral-schedule: $fails failure(s)"
 [ $fails -eq 0 ]

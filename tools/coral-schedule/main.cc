@@ -17,10 +17,12 @@ using namespace coral::collectives;
 namespace {
 
 Coll parse_coll(const std::string& s) {
-  for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce, Coll::Barrier})
+  for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce, Coll::Barrier,
+                 Coll::AllToAll, Coll::Gather, Coll::Scatter})
     if (s == coll_name(c)) return c;
   throw std::invalid_argument("unknown collective '" + s +
-                              "' (allreduce, reducescatter, allgather, broadcast, reduce, barrier)");
+                              "' (allreduce, reducescatter, allgather, broadcast, reduce, barrier, alltoall, gather, "
+                              "scatter)");
 }
 
 size_t parse_bytes(const std::string& s) {
@@ -34,7 +36,7 @@ size_t parse_bytes(const std::string& s) {
 std::vector<Algo> algos_of(Coll c) {
   std::vector<Algo> out;
   for (Algo a : {Algo::Ring, Algo::Tree, Algo::Rhd, Algo::RecursiveDoubling, Algo::OneShot, Algo::TwoShot, Algo::Hier,
-                 Algo::Chain, Algo::Dissemination})
+                 Algo::Chain, Algo::Dissemination, Algo::Pairwise, Algo::Bruck, Algo::Direct})
     if (supports(c, a)) out.push_back(a);
   return out;
 }
@@ -62,7 +64,9 @@ int predict(Coll coll, const std::vector<Algo>& algos, int p, size_t chunk, cons
     args.coll = coll;
     args.nranks = p;
     args.dtype = coralFloat32;
-    size_t per = coll == Coll::ReduceScatter || coll == Coll::AllGather ? bytes / p : bytes;
+    const bool per_rank = coll == Coll::ReduceScatter || coll == Coll::AllGather || coll == Coll::AllToAll ||
+                          coll == Coll::Gather || coll == Coll::Scatter;
+    size_t per = per_rank ? bytes / p : bytes;
     args.count = std::max<size_t>(1, per / 4);
     args.chunk = chunk;
     args.hosts = &c.host;
@@ -78,8 +82,7 @@ int predict(Coll coll, const std::vector<Algo>& algos, int p, size_t chunk, cons
       }
       SimResult r = simulate(args, a, c);
       if (!r.error.empty()) throw std::runtime_error(r.error);
-      double busbw = 4.0 * args.count * (coll == Coll::ReduceScatter || coll == Coll::AllGather ? p : 1) / r.seconds *
-                     bus_factor(coll, p) / 1e9;
+      double busbw = 4.0 * args.count * (per_rank ? p : 1) / r.seconds * bus_factor(coll, p) / 1e9;
       std::printf(" %10.2f (%9.1f)", busbw, r.seconds * 1e6);
       if (busbw > best) best = busbw, best_name = algo_name(a);
     }
@@ -98,13 +101,16 @@ int main(int argc, char** argv) {
   bool do_predict = false, quiet = false;
   Predict o;
   CLI::App app{"coral-schedule: print or time a collective's schedule without running it"};
-  app.add_option("-c,--collective", coll_s, "allreduce, reducescatter, allgather, broadcast, reduce, barrier")
+  app.add_option("-c,--collective", coll_s,
+                 "allreduce, reducescatter, allgather, broadcast, reduce, barrier, alltoall, gather, scatter")
       ->capture_default_str();
-  app.add_option("-a,--algo", algo_s, "algorithm (ring, tree, rhd, rd, oneshot, twoshot, chain), or all")
+  app.add_option("-a,--algo", algo_s,
+                 "algorithm (ring, tree, rhd, rd, oneshot, twoshot, chain, pairwise, bruck, direct), or all")
       ->capture_default_str();
   app.add_option("-n,--nranks", p, "ranks")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app.add_option("-r,--rank", rank, "rank whose steps to print")->capture_default_str();
-  app.add_option("--count", count, "elements (per rank for reducescatter/allgather)")->capture_default_str();
+  app.add_option("--count", count, "elements (per rank for reducescatter, allgather, alltoall, gather, scatter)")
+      ->capture_default_str();
   app.add_option("--chunk", chunk, "largest message, elements")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_flag("-q,--quiet", quiet, "only the verification line");
   app.add_flag("--predict", do_predict, "predict time and busbw over sizes on a described cluster");
