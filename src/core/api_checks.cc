@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <thread>
+
 #include "base/error.h"
 #include "gpu/runtime.h"
 #include "kernels/reduce.h"
@@ -144,6 +146,29 @@ Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, cor
                              : coll == Coll::AllGather   ? s == static_cast<const std::byte*>(r) + block
                                                          : s == r);
   return made;
+}
+
+coralComm* create_in_background(const char* fn, std::function<std::unique_ptr<Communicator>()> create) {
+  auto* c = new coralComm();
+  c->ready = false;
+  c->nonblocking = true;
+  c->init = std::thread([c, fn, create = std::move(create)] {
+    guard(nullptr, fn, [&] {
+      try {
+        c->impl = create();
+      } catch (const Error& e) {
+        c->init_result = e.code();
+        c->init_error = e.what();
+        throw;
+      } catch (const std::exception& e) {
+        c->init_result = coralInternalError;
+        c->init_error = e.what();
+        throw;
+      }
+    });
+    c->ready.store(true, std::memory_order_release);
+  });
+  return c;
 }
 
 coralResult_t launch(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make, void* stream) {

@@ -39,6 +39,10 @@ coralResult_t launch(const char* fn, coralComm* comm, const std::function<Call(C
 coralResult_t launch_nb(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make,
                         coralRequest_t* req);
 
+// A handle whose communicator create() makes on a thread of its own (coralConfig_t::blocking
+// = 0): ready once it is done, with create()'s failure kept as the handle's.
+coralComm* create_in_background(const char* fn, std::function<std::unique_ptr<Communicator>()> create);
+
 // Groups (api_group.cc): the depth of this thread's coralGroupStart, and deferring a call.
 int group_depth();
 void group_add(coralComm* comm, Call call, void* stream, bool device);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "base/error.h"
 #include "core/api_checks.h"
@@ -14,18 +15,31 @@ using namespace coral::capi;
 
 extern "C" {
 
+// Children of a non-blocking communicator come up in the background too, and the call returns
+// coralInProgress (as NCCL's with a non-blocking config).
 coralResult_t coralCommSplit(coralComm_t comm, int color, int key, coralComm_t* newcomm) {
-  return guard(comm, "coralCommSplit", [&] {
+  bool background = false;
+  coralResult_t rc = guard(comm, "coralCommSplit", [&] {
     if (!newcomm) fail(coralInvalidArgument, "newcomm is NULL");
     *newcomm = nullptr;
     coral::Communicator& c = need(comm);
-    std::unique_ptr<coral::Communicator> child = c.split(color, key);
-    if (child) *newcomm = new coralComm(std::move(child));
+    // The exchange over the parent runs now, in the parent's order of calls; only the child's
+    // own creation may go to the background.
+    std::optional<coral::Communicator::SplitPlan> plan = c.plan_split(color, key);
+    if (!plan) return;
+    if (comm->nonblocking) {
+      background = true;
+      *newcomm = create_in_background("coralCommSplit", c.child_maker(*plan));
+      return;
+    }
+    *newcomm = new coralComm(c.child_maker(*plan)());
   });
+  return rc == coralSuccess && background ? coralInProgress : rc;
 }
 
 coralResult_t coralCommShrink(coralComm_t comm, const int* excludeRanks, int excludeCount, coralComm_t* newcomm) {
-  return guard(comm, "coralCommShrink", [&] {
+  bool background = false;
+  coralResult_t rc = guard(comm, "coralCommShrink", [&] {
     if (!newcomm) fail(coralInvalidArgument, "newcomm is NULL");
     *newcomm = nullptr;
     coral::Communicator& c = need(comm);
@@ -41,8 +55,14 @@ coralResult_t coralCommShrink(coralComm_t comm, const int* excludeRanks, int exc
     if (std::binary_search(ex.begin(), ex.end(), c.rank()))
       fail(coralInvalidArgument,
            fmt::format("excludeRanks holds this rank ({}): excluded ranks do not call coralCommShrink", c.rank()));
+    if (comm->nonblocking) {  // the parent must stay until the child is up
+      background = true;
+      *newcomm = create_in_background("coralCommShrink", [&c, ex] { return c.shrink(ex); });
+      return;
+    }
     *newcomm = new coralComm(c.shrink(ex));
   });
+  return rc == coralSuccess && background ? coralInProgress : rc;
 }
 
 coralResult_t coralRedOpCreatePreMulSum(coralRedOp_t* op, void* scalar, coralDataType_t datatype,

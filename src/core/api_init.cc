@@ -11,6 +11,7 @@
 #include "base/socket.h"
 #include "bootstrap/launcher_env.h"
 #include "bootstrap/tcp_store.h"
+#include "core/api_checks.h"
 #include "core/communicator.h"
 #include "core/guard.h"
 
@@ -121,25 +122,8 @@ coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUnique
       *comm = new coralComm(create());
       return;
     }
-    auto* c = new coralComm();
-    c->ready = false;
-    c->init = std::thread([c, create] {
-      coral::capi::guard(nullptr, "coralCommInitRankConfig", [&] {
-        try {
-          c->impl = create();
-        } catch (const coral::Error& e) {
-          c->init_result = e.code();
-          c->init_error = e.what();
-          throw;
-        } catch (const std::exception& e) {
-          c->init_result = coralInternalError;
-          c->init_error = e.what();
-          throw;
-        }
-      });
-      c->ready.store(true, std::memory_order_release);
-    });
-    *comm = c;
+    // The handle's creation goes on in the background (coralCommGetAsyncError says when done).
+    *comm = coral::capi::create_in_background("coralCommInitRankConfig", create);
   });
   return rc == coralSuccess && background ? coralInProgress : rc;
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -34,9 +35,16 @@ class Communicator {
                double timeout_s = 0);
   ~Communicator();
 
-  // coralCommSplit: collective over this communicator; nullptr for CORAL_SPLIT_NOCOLOR.
-  // Children share the store and inherit the timeout (shrink.cc).
-  std::unique_ptr<Communicator> split(int color, int key);
+  // coralCommSplit in two parts: the exchange of colors and keys, collective over this
+  // communicator (nothing for CORAL_SPLIT_NOCOLOR), then the child's creation, collective over
+  // the child, which may run on another thread. Children share the store and inherit the
+  // timeout (shrink.cc).
+  struct SplitPlan {
+    std::string prefix;
+    int rank, size;
+  };
+  std::optional<SplitPlan> plan_split(int color, int key);
+  std::function<std::unique_ptr<Communicator>()> child_maker(const SplitPlan& plan) const;
   // coralCommShrink: the ranks but `exclude` (sorted, distinct), through a new rendezvous served
   // by the lowest survivor, so that it works whichever ranks (and store host) died.
   std::unique_ptr<Communicator> shrink(const std::vector<int>& exclude);

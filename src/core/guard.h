@@ -23,6 +23,8 @@ struct coralComm {
   std::atomic<bool> ready{true};
   coralResult_t init_result = coralSuccess;
   std::string init_error;
+  // Made with coralConfig_t::blocking = 0: so are the communicators split or shrunk from it.
+  bool nonblocking = false;
   ~coralComm() {
     if (init.joinable()) init.join();
   }

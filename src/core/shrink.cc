@@ -22,7 +22,7 @@ Communicator::Rescue::~Rescue() {
   if (!server && listen_fd >= 0) close(listen_fd);  // else the server owns it
 }
 
-std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+std::optional<Communicator::SplitPlan> Communicator::plan_split(int color, int key) {
   std::vector<int64_t> mine{color, key}, all(2 * static_cast<size_t>(nranks_));
   run(make_call(collectives::Coll::AllGather, mine.data(), all.data(), 2, coralInt64, coralSum, 0));
   const uint64_t seq = split_seq_++;
@@ -32,17 +32,23 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
     if (all[2 * q] < 0 && all[2 * q] != CORAL_SPLIT_NOCOLOR)
       fail(coralInvalidArgument, fmt::format("rank {} passed color {}: colors are >= 0, or CORAL_SPLIT_NOCOLOR ({})", q,
                                              all[2 * q], CORAL_SPLIT_NOCOLOR));
-  if (color == CORAL_SPLIT_NOCOLOR) return nullptr;
+  if (color == CORAL_SPLIT_NOCOLOR) return std::nullopt;
   std::vector<int> members;
   for (int q = 0; q < nranks_; ++q)
     if (all[2 * q] == color) members.push_back(q);
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
   const int me = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   log::info(log::Init, "split {}: color {} key {} -> rank {} of {}", seq, color, key, me, members.size());
-  auto child = std::make_unique<Communicator>(store_, fmt::format("{}/s{}c{}", prefix_, seq, color), me,
-                                              static_cast<int>(members.size()), timeout_override_);
-  child->keepalive_ = keepalive_;
-  return child;
+  return SplitPlan{fmt::format("{}/s{}c{}", prefix_, seq, color), me, static_cast<int>(members.size())};
+}
+
+std::function<std::unique_ptr<Communicator>()> Communicator::child_maker(const SplitPlan& plan) const {
+  // By value: a background creation must not need the parent, which its owner may destroy.
+  return [store = store_, plan, timeout = timeout_override_, keep = keepalive_] {
+    auto child = std::make_unique<Communicator>(store, plan.prefix, plan.rank, plan.size, timeout);
+    child->keepalive_ = keep;
+    return child;
+  };
 }
 
 namespace {

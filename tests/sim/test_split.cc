@@ -172,3 +172,35 @@ TEST_CASE("64 live PreMulSum ops per communicator; foreign ops are refused") {
           return "";
         }) == "");
 }
+
+TEST_CASE("children of a non-blocking communicator come up in the background") {
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  const int p = 3;
+  std::vector<std::string> errors(p);
+  std::vector<std::thread> threads;
+  auto wait_up = [](coralComm_t c) {
+    coralResult_t st = coralInProgress;
+    while (st == coralInProgress) coralCommGetAsyncError(c, &st);
+    return st;
+  };
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
+      cfg.blocking = 0;
+      coralComm_t comm = nullptr, child = nullptr;
+      errors[r] = [&]() -> std::string {
+        if (coralCommInitRankConfig(&comm, p, id, r, &cfg) != coralInProgress) return "init did not return InProgress";
+        if (wait_up(comm) != coralSuccess) return "init failed";
+        coralResult_t rc = coralCommSplit(comm, r == 2 ? CORAL_SPLIT_NOCOLOR : 0, r, &child);
+        if (r == 2) return rc == coralSuccess && !child ? "" : "NOCOLOR split";
+        if (rc != coralInProgress) return fmt::format("split gave {}, not coralInProgress", static_cast<int>(rc));
+        if (wait_up(child) != coralSuccess) return std::string("child failed: ") + coralGetLastError(child);
+        return check_sum(child, r, {0, 1}, "non-blocking child");
+      }();
+      if (child) coralCommDestroy(child);
+      if (comm) coralCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) CHECK(e == "");
+}
