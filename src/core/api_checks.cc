@@ -148,6 +148,16 @@ Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, cor
   return made;
 }
 
+// A host call without a stream reads a device-resident PreMulSum scalar here, on the caller's
+// thread: the progress thread must not make the CUDA stream such a read needs (gpu_state.h).
+void host_scalar_now(Call& call, void* stream, int dev) {
+  if (!call.premul.on || !call.premul.device_scalar || stream || dev >= 0) return;
+  gpu::Stream s;
+  gpu::copy_async(call.premul.value, call.premul.ptr, kernels::dtype_size(call.args.dtype), s.get());
+  s.sync();
+  call.premul.device_scalar = false;
+}
+
 coralComm* create_in_background(const char* fn, std::function<std::unique_ptr<Communicator>()> create) {
   auto* c = new coralComm();
   c->ready = false;
@@ -173,26 +183,35 @@ coralComm* create_in_background(const char* fn, std::function<std::unique_ptr<Co
 
 coralResult_t launch(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make, void* stream) {
   return guard(comm, fn, [&] {
-    Communicator& c = need(comm);
+    Communicator* cp = nullptr;
     Call call;
     int dev;
     try {
-      call = make(c);
-      dev = buffers_device(c, call, stream);
+      cp = &need(comm);
+      call = make(*cp);
+      dev = buffers_device(*cp, call, stream);
     } catch (const Error& e) {
       group_failed(e.code(), std::string(fn) + ": " + e.what());
       throw;
     }
+    Communicator& c = *cp;
     if (group_depth() > 0) return group_add(comm, std::move(call), stream, dev >= 0);
-    if ((call.args.coll == Coll::Send || call.args.coll == Coll::Recv) && call.args.root == c.rank())
+    const bool p2p = call.args.coll == Coll::Send || call.args.coll == Coll::Recv;
+    if (p2p && call.args.root == c.rank())
       fail(coralInvalidUsage, fmt::format("{} this rank ({}) outside a group would wait forever for its own "
                                           "match: put both in one coralGroupStart/End, or use coralISend/coralIRecv",
                                           call.args.coll == Coll::Send ? "a send to" : "a receive from", c.rank()));
-    // Device buffers with stream NULL follow NCCL: the legacy default stream.
-    if (stream || dev >= 0)
+    host_scalar_now(call, stream, dev);
+    // Device buffers with stream NULL follow NCCL: the legacy default stream. Stream-ordered
+    // sends and receives take the point-to-point engine's path, as host ones (gpu_group.cc).
+    if (p2p && (stream || dev >= 0)) {
+      call.device = dev >= 0;
+      c.run_group_on_stream({call}, stream);
+    } else if (stream || dev >= 0) {
       c.run_on_stream(call, stream, dev >= 0);
-    else
+    } else {
       c.run(call);
+    }
   });
 }
 
@@ -201,8 +220,6 @@ coralResult_t launch_nb(const char* fn, coralComm* comm, const std::function<Cal
   return guard(comm, fn, [&] {
     if (!req) fail(coralInvalidArgument, "request is NULL");
     *req = nullptr;
-    Communicator& c = need(comm);
-    Call call = make(c);
     if (group_depth() > 0) {
       const char* why =
           "non-blocking calls are not deferred by groups: call them outside coralGroupStart/End, or use the "
@@ -210,10 +227,13 @@ coralResult_t launch_nb(const char* fn, coralComm* comm, const std::function<Cal
       group_failed(coralInvalidUsage, std::string(fn) + ": " + why);
       fail(coralInvalidUsage, why);
     }
+    Communicator& c = need(comm);
+    Call call = make(c);
     if (buffers_device(c, call, nullptr) >= 0)
       fail(coralInvalidArgument,
            "non-blocking calls take host buffers; device buffers go through the blocking "
            "calls with a stream, which return at once");
+    host_scalar_now(call, nullptr, -1);
     *req = new coralRequest{c.submit(call), comm};
   });
 }

@@ -53,6 +53,11 @@ Call alltoallv(Communicator& c, const void* s, const size_t* sc, const size_t* s
   const size_t recv_end = extent(c, rc, rd, t, "recvcounts", "rdispls");
   check_buf(s, send_end, "sendbuff");
   check_buf(r, recv_end, "recvbuff");
+  const int me = c.rank();
+  if (sc[me] != rc[me])
+    fail(coralInvalidArgument, fmt::format("sendcounts[{}] = {} but recvcounts[{}] = {}: what this rank sends itself "
+                                           "is what it receives from itself",
+                                           me, sc[me], me, rc[me]));
   auto v = std::make_shared<coral::collectives::VCounts>();
   const size_t p = static_cast<size_t>(c.nranks());
   v->send_counts.assign(sc, sc + p);

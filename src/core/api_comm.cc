@@ -55,12 +55,13 @@ coralResult_t coralCommShrink(coralComm_t comm, const int* excludeRanks, int exc
     if (std::binary_search(ex.begin(), ex.end(), c.rank()))
       fail(coralInvalidArgument,
            fmt::format("excludeRanks holds this rank ({}): excluded ranks do not call coralCommShrink", c.rank()));
-    if (comm->nonblocking) {  // the parent must stay until the child is up
+    auto make = c.shrink_maker(ex);
+    if (comm->nonblocking) {
       background = true;
-      *newcomm = create_in_background("coralCommShrink", [&c, ex] { return c.shrink(ex); });
+      *newcomm = create_in_background("coralCommShrink", std::move(make));
       return;
     }
-    *newcomm = new coralComm(c.shrink(ex));
+    *newcomm = new coralComm(make());
   });
   return rc == coralSuccess && background ? coralInProgress : rc;
 }

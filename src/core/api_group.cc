@@ -48,6 +48,8 @@ using coral::fail;
 using coral::collectives::Coll;
 using namespace coral::capi;
 
+bool is_p2p(const coral::Call& c) { return c.args.coll == Coll::Send || c.args.coll == Coll::Recv; }
+
 // Runs the members: per communicator, stream-ordered ones in order, host ones as one request;
 // every communicator's request is queued before any is waited for.
 void run_members(std::vector<Member>& members) {
@@ -55,35 +57,49 @@ void run_members(std::vector<Member>& members) {
   for (const Member& m : members)
     if (std::find(comms.begin(), comms.end(), m.comm) == comms.end()) comms.push_back(m.comm);
   std::vector<std::pair<coralComm*, std::shared_ptr<coral::Request>>> pending;
-  for (coralComm* comm : comms) {
-    coral::Communicator& c = need(comm);
-    std::vector<coral::Call> host, device_p2p;
-    void* p2p_stream = nullptr;
-    for (Member& m : members) {
-      if (m.comm != comm) continue;
-      const bool p2p = m.call.args.coll == Coll::Send || m.call.args.coll == Coll::Recv;
-      if (!m.stream && !m.device) {
-        host.push_back(std::move(m.call));
-      } else if (p2p && (device_p2p.empty() || m.stream == p2p_stream)) {
-        device_p2p.push_back(std::move(m.call));  // together, as host ones (gpu_group.cc)
-        p2p_stream = m.stream;
-      } else {
-        c.run_on_stream(m.call, m.stream, m.device);
-      }
-    }
-    if (!device_p2p.empty()) c.run_group_on_stream(std::move(device_p2p), p2p_stream);
-    if (!host.empty()) pending.emplace_back(comm, c.submit_group(std::move(host)));
-  }
   coralResult_t first = coralSuccess;
   std::string why;
+  auto failed = [&](coralComm* comm, coralResult_t rc, const std::string& msg) {
+    if (first != coralSuccess) return;
+    first = rc;
+    why = msg;
+    if (comm && comm->impl) comm->impl->set_last_error("coralGroupEnd: " + msg);
+  };
+  for (coralComm* comm : comms) {
+    try {
+      coral::Communicator& c = need(comm);
+      // Stream-ordered point-to-point members take every point-to-point member along into one
+      // stream-ordered request, so that the group's sends and receives still progress together.
+      bool on_stream = false;
+      void* p2p_stream = nullptr;
+      for (const Member& m : members) {
+        if (m.comm != comm || !is_p2p(m.call) || (!m.stream && !m.device)) continue;
+        if (on_stream && m.stream != p2p_stream)
+          fail(coralInvalidUsage, "a group's sends and receives on device buffers or streams must use one stream");
+        on_stream = true;
+        p2p_stream = m.stream;
+      }
+      std::vector<coral::Call> host, p2p;
+      for (Member& m : members) {
+        if (m.comm != comm) continue;
+        m.call.device = m.device;
+        if (on_stream && is_p2p(m.call))
+          p2p.push_back(std::move(m.call));
+        else if (!m.stream && !m.device)
+          host.push_back(std::move(m.call));
+        else
+          c.run_on_stream(m.call, m.stream, m.device);
+      }
+      if (!host.empty()) pending.emplace_back(comm, c.submit_group(std::move(host)));
+      if (!p2p.empty()) c.run_group_on_stream(std::move(p2p), p2p_stream);
+    } catch (const coral::Error& e) {  // what was queued still runs: it is waited for below
+      failed(comm, e.code(), e.what());
+    }
+  }
   for (auto& [comm, req] : pending) {
     std::unique_lock<std::mutex> lock(req->mu);
     req->cv.wait(lock, [&] { return req->done; });
-    if (req->result != coralSuccess && first == coralSuccess) {
-      first = req->result;
-      why = req->error;
-      comm->impl->set_last_error("coralGroupEnd: " + why);
-    }
+    if (req->result != coralSuccess) failed(comm, req->result, req->error);
   }
   if (first != coralSuccess) fail(first, why);
 }

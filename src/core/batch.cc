@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #include <time.h>
 
+#include <chrono>
 #include <optional>
 
 #include "base/error.h"
@@ -15,6 +16,8 @@
 namespace coral {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 bool is_p2p(const Call& c) { return c.args.coll == collectives::Coll::Send || c.args.coll == collectives::Coll::Recv; }
 
@@ -62,12 +65,15 @@ void Communicator::drive(P2PEngine& engine, const std::function<void()>& between
   };
   fresh();
   int idle = 0;
+  auto moved = Clock::now();
+  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
   while (true) {
     between();
     if (engine.all_done()) break;
     if (engine.progress(*mon)) {
       idle = 0;
       fresh();
+      moved = Clock::now();
       continue;
     }
     mon->poll_others(nullptr);  // network transports move only when polled
@@ -79,6 +85,12 @@ void Communicator::drive(P2PEngine& engine, const std::function<void()>& between
       timespec ts{0, 50 * 1000};
       nanosleep(&ts, nullptr);
       for (int peer : engine.waiting_on()) mon->check(peer);
+      check_usable();  // aborted meanwhile (coralCommAbort on another thread)
+      // A send to this rank itself without its receive (or the reverse) has no peer to check.
+      if ((idle & 1023) == 0 && Clock::now() - moved > limit)
+        fail(coralTimeout, fmt::format("point-to-point: rank {} waited {} s with nothing moving (CORAL_TIMEOUT); "
+                                       "a send to or receive from this rank itself without its match?",
+                                       rank_, timeout_s_));
     }
   }
   for (auto& d : host_.domains) d->drain(*mon);
@@ -103,9 +115,11 @@ void Communicator::run_batch(std::shared_ptr<Request>& first) {
       for (Call& c : first->group)
         if (!is_p2p(c)) execute(c, true);
     engine.add(p2p_ops(*first));
+    size_t open = 0;  // owners before it are all finished: a long-lived batch stays cheap
     drive(engine, [&] {
-      for (size_t id = 0; id < owners.size(); ++id)
+      for (size_t id = open; id < owners.size(); ++id)
         if (owners[id] && engine.owner_done(id)) finish(id, coralSuccess, "");
+      while (open < owners.size() && !owners[open]) ++open;
       while (std::shared_ptr<Request> next = queue_.take_front_if(p2p_only)) {
         owners.push_back(std::move(next));
         adopted.push_back(true);
@@ -121,7 +135,10 @@ void Communicator::run_batch(std::shared_ptr<Request>& first) {
     }
     for (size_t id = 0; id < owners.size(); ++id) finish(id, e.code(), msg);
   } catch (const std::exception& e) {
-    for (size_t id = 0; id < owners.size(); ++id) finish(id, coralInternalError, e.what());
+    // Tags were drawn for messages that never went: later ones would not match.
+    const std::string msg = fmt::format("rank {}: {}", rank_, e.what());
+    record_failure(coralInternalError, msg);
+    for (size_t id = 0; id < owners.size(); ++id) finish(id, coralInternalError, msg);
   }
 }
 

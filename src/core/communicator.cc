@@ -127,8 +127,14 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   log::info(log::Init, "communicator ready: rank {} of {}", rank, nranks);
 }
 
+// The probe's strict ping-pong runs on this thread, as a collective does: through the engine
+// each round trip would also time two hand-offs to the progress thread.
 void Communicator::p2p(bool send, void* buf, size_t bytes, int peer) {
-  run(make_call(send ? collectives::Coll::Send : collectives::Coll::Recv, buf, buf, bytes, coralUint8, coralSum, peer));
+  Call c =
+      make_call(send ? collectives::Coll::Send : collectives::Coll::Recv, buf, buf, bytes, coralUint8, coralSum, peer);
+  wait_idle();
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  execute(c);
 }
 
 // The cost model's link classes, measured: rank 0 times round trips (latency) and a stream of

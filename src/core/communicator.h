@@ -47,7 +47,9 @@ class Communicator {
   std::function<std::unique_ptr<Communicator>()> child_maker(const SplitPlan& plan) const;
   // coralCommShrink: the ranks but `exclude` (sorted, distinct), through a new rendezvous served
   // by the lowest survivor, so that it works whichever ranks (and store host) died.
-  std::unique_ptr<Communicator> shrink(const std::vector<int>& exclude);
+  // Takes what it needs now; the returned maker makes the child, on any thread, even once this
+  // communicator is gone.
+  std::function<std::unique_ptr<Communicator>()> shrink_maker(const std::vector<int>& exclude);
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -156,7 +158,8 @@ class Communicator {
   struct Rescue {
     int listen_fd = -1;
     bootstrap::wire::Secret secret{};
-    std::shared_ptr<void> server;  // started by the first shrink that needs it
+    std::mutex mu;
+    std::shared_ptr<void> server;  // started by the first shrink that needs it (under mu)
     ~Rescue();
   };
   std::shared_ptr<Rescue> rescue_;

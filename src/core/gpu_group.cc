@@ -1,7 +1,9 @@
-// A group's point-to-point calls on device buffers. Run one by one they could deadlock (every
-// rank sending right before receiving left), so they go as one stream-ordered request through
-// the host's point-to-point engine: sends are copied down to pinned memory, moved together with
-// the receives, and the receives copied up, before the caller's stream goes on.
+// Stream-ordered point-to-point calls (device buffers, or host buffers with a stream), alone or
+// a group's. Run one by one a group's could deadlock (every rank sending right before receiving
+// left), and a lone one must meet its peer's on the same links with the same tags whatever path
+// the peer's took, so all go as one stream-ordered request through the host's point-to-point
+// engine: device sends are copied down to pinned memory, moved together with the receives, and
+// device receives copied up, before the caller's stream goes on.
 #include <fmt/format.h>
 
 #include "base/error.h"
@@ -22,7 +24,8 @@ bool sends(const Call& c) { return c.args.coll == collectives::Coll::Send; }
 void Communicator::run_group_on_stream(std::vector<Call> calls, void* stream) {
   ensure_gpu();
   size_t out = 0, in = 0;
-  for (const Call& c : calls) (sends(c) ? out : in) += bytes_of(c);
+  for (const Call& c : calls)
+    if (c.device) (sends(c) ? out : in) += bytes_of(c);
   // Reserved now, before the stream is parked (gpu_state.h says why).
   gpu_->stage[0].get(std::max<size_t>(out, 1));
   gpu_->stage[2].get(std::max<size_t>(in, 1));
@@ -36,7 +39,8 @@ void Communicator::run_stream_p2p(Request& r) {
   GpuState& g = *gpu_;
   void* s = g.stream.get();
   size_t out = 0, in = 0;
-  for (const Call& c : r.group) (sends(c) ? out : in) += bytes_of(c);
+  for (const Call& c : r.group)
+    if (c.device) (sends(c) ? out : in) += bytes_of(c);
   auto* host_out = static_cast<std::byte*>(g.stage[0].get(std::max<size_t>(out, 1)));
   auto* host_in = static_cast<std::byte*>(g.stage[2].get(std::max<size_t>(in, 1)));
   std::vector<P2POp> ops;
@@ -46,6 +50,11 @@ void Communicator::run_stream_p2p(Request& r) {
     op.send = sends(c);
     op.peer = c.args.root;
     op.bytes = bytes_of(c);
+    if (!c.device) {  // host memory: moved where it is
+      op.buf = static_cast<std::byte*>(op.send ? const_cast<void*>(c.send) : c.recv);
+      ops.push_back(op);
+      continue;
+    }
     op.buf = op.send ? host_out + o : host_in + i;
     if (op.send && op.bytes) gpu::copy_async(op.buf, c.send, op.bytes, s);
     (op.send ? o : i) += op.bytes;
@@ -63,7 +72,7 @@ void Communicator::run_stream_p2p(Request& r) {
   }
   i = 0;
   for (const Call& c : r.group) {
-    if (sends(c)) continue;
+    if (sends(c) || !c.device) continue;
     if (const size_t n = bytes_of(c)) gpu::copy_async(c.recv, host_in + i, n, s);
     i += bytes_of(c);
   }

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <optional>
 
 #include "base/error.h"
 #include "core/communicator.h"
@@ -93,11 +92,12 @@ void Communicator::prescale(Call& c) {
   if (premul_buf_.size() < n * es) premul_buf_.resize(n * es);
   unsigned char value[8];
   const void* scalar = c.premul.value;
-  if (c.premul.device_scalar) {  // a device scalar read now, on the progress thread's stream
-    std::optional<gpu::Stream> own;
-    void* stream = gpu_ ? gpu_->stream.get() : (own.emplace(), own->get());
-    gpu::copy_async(value, c.premul.ptr, es, stream);
-    gpu_ ? gpu_->stream.sync() : own->sync();
+  if (c.premul.device_scalar) {
+    // Only stream-ordered calls get here with a device scalar (a host call reads it at its
+    // launch), so the progress thread's stream exists: no CUDA object is made here.
+    if (!gpu_) fail(coralInternalError, "a device PreMulSum scalar reached a host call unread");
+    gpu::copy_async(value, c.premul.ptr, es, gpu_->stream.get());
+    gpu_->stream.sync();
     scalar = value;
   }
   if (n) kernels::active().premul[c.args.dtype](premul_buf_.data(), c.send, n, scalar);

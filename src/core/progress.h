@@ -35,6 +35,7 @@ struct Call {
   const void* send = nullptr;
   void* recv = nullptr;
   Premul premul;
+  bool device = false;  // point-to-point calls of a stream-ordered batch: the buffer is on the GPU
 };
 
 inline Call make_call(collectives::Coll coll, const void* send, void* recv, size_t count, coralDataType_t dtype,

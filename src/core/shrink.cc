@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <optional>
 
 #include "base/error.h"
@@ -59,38 +60,24 @@ std::string list_text(const std::vector<int>& ranks) {
   return s + "}";
 }
 
-}  // namespace
-
-std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclude) {
-  std::vector<int> alive;
-  for (int q = 0; q < nranks_; ++q)
-    if (!std::binary_search(exclude.begin(), exclude.end(), q)) alive.push_back(q);
-  const int root = alive.front();
-  const uint64_t seq = shrink_seq_++;
-  const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
-  if (root == rank_ && !rescue_->server) {
-    rescue_->server = std::make_shared<bootstrap::TcpStoreServer>(rescue_->listen_fd, rescue_->secret, false, timeout);
-    log::info(log::Init, "shrink: rank {} serves the survivors' rendezvous at {}", rank_, rescue_addrs_[rank_]);
-  }
-  auto store = std::make_shared<bootstrap::TcpStore>(net::resolve(rescue_addrs_[root]), rescue_secrets_[root], timeout);
-  const std::string prefix = fmt::format("shrink/{}/{}", prefix_, seq);
-  const int me = static_cast<int>(std::find(alive.begin(), alive.end(), rank_) - alive.begin());
-  // Survivors must agree on who is gone: each compares every other survivor's list with its own.
-  bootstrap::Exchange ex(*store, prefix + "/agree", rank_, timeout);
-  bootstrap::Record mine("shrink record", rank_);
-  mine.add("exclude", list_text(exclude));
+// Every survivor compares every other survivor's exclude list with its own.
+void agree_exclude(bootstrap::Store& store, const std::string& prefix, int rank, int root,
+                   const std::vector<int>& alive, const std::string& exclude, std::chrono::milliseconds timeout) {
+  bootstrap::Exchange ex(store, prefix + "/agree", rank, timeout);
+  bootstrap::Record mine("shrink record", rank);
+  mine.add("exclude", exclude);
   ex.publish("exclude", mine);
   // Every list is read before anyone fails, and the root serves until all have read: a root
   // that failed at once and exited would leave the others without the store.
   std::optional<Error> bad;
   for (int q : alive) {
-    if (q == rank_) continue;
+    if (q == rank) continue;
     try {
       const bootstrap::Record theirs = ex.read("exclude", q, mine.what());
       if (theirs.text("exclude") != mine.text("exclude") && !bad)
         bad.emplace(coralInvalidUsage, fmt::format("ranks passed different exclude lists to coralCommShrink: rank {} "
                                                    "excludes {}, rank {} excludes {}",
-                                                   q, theirs.text("exclude"), rank_, mine.text("exclude")));
+                                                   q, theirs.text("exclude"), rank, mine.text("exclude")));
     } catch (const Error& e) {
       if (!bad)
         bad.emplace(e.code(),
@@ -98,20 +85,47 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
     }
   }
   ex.publish("checked", mine);
-  if (root == rank_)
+  if (root == rank)
     for (int q : alive) {
-      if (q == rank_) continue;
+      if (q == rank) continue;
       try {
         ex.read("checked", q, mine.what());
       } catch (const Error&) {  // gone meanwhile: nothing left to wait for
       }
     }
   if (bad) throw *bad;
-  log::info(log::Init, "shrink {}: excluding {} -> rank {} of {}", seq, list_text(exclude), me, alive.size());
-  auto child = std::make_unique<Communicator>(store, prefix, me, static_cast<int>(alive.size()), timeout_override_);
-  // The root's rendezvous serves the child for its whole life (its device links connect later).
-  child->keepalive_ = root == rank_ ? std::shared_ptr<void>(rescue_) : keepalive_;
-  return child;
+}
+
+}  // namespace
+
+std::function<std::unique_ptr<Communicator>()> Communicator::shrink_maker(const std::vector<int>& exclude) {
+  std::vector<int> alive;
+  for (int q = 0; q < nranks_; ++q)
+    if (!std::binary_search(exclude.begin(), exclude.end(), q)) alive.push_back(q);
+  const int root = alive.front(), rank = rank_;
+  const uint64_t seq = shrink_seq_++;
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
+  const std::string prefix = fmt::format("shrink/{}/{}", prefix_, seq), root_addr = rescue_addrs_[root];
+  // By value: a background shrink must not need the parent, which its owner may destroy (or
+  // abort) meanwhile; the rescue is shared.
+  return [=, rescue = rescue_, secret = rescue_secrets_[root], override = timeout_override_,
+          keep = keepalive_]() -> std::unique_ptr<Communicator> {
+    if (root == rank) {
+      std::lock_guard<std::mutex> lock(rescue->mu);
+      if (!rescue->server) {
+        rescue->server = std::make_shared<bootstrap::TcpStoreServer>(rescue->listen_fd, rescue->secret, false, timeout);
+        log::info(log::Init, "shrink: rank {} serves the survivors' rendezvous at {}", rank, root_addr);
+      }
+    }
+    auto store = std::make_shared<bootstrap::TcpStore>(net::resolve(root_addr), secret, timeout);
+    const int me = static_cast<int>(std::find(alive.begin(), alive.end(), rank) - alive.begin());
+    agree_exclude(*store, prefix, rank, root, alive, list_text(exclude), timeout);
+    log::info(log::Init, "shrink {}: excluding {} -> rank {} of {}", seq, list_text(exclude), me, alive.size());
+    auto child = std::make_unique<Communicator>(store, prefix, me, static_cast<int>(alive.size()), override);
+    // The root's rendezvous serves the child for its whole life (its device links connect later).
+    child->keepalive_ = root == rank ? std::shared_ptr<void>(rescue) : keep;
+    return child;
+  };
 }
 
 }  // namespace coral

@@ -119,6 +119,37 @@ std::string group_ring(coralComm_t comm, void* stream, int rank, int p) {
   return "";
 }
 
+// A send outside a group meets a receive inside one, and a group mixes a host-buffer send with
+// a device-buffer receive: both take one path, so they match.
+std::string mixed_p2p(coralComm_t comm, void* stream, int rank, int p) {
+  const size_t n = (size_t{1} << 20) + 7;
+  std::vector<int32_t> v(n), host_out(n);
+  for (size_t i = 0; i < n; ++i) host_out[i] = static_cast<int32_t>(rank * 7919 + i);
+  char* dev = dev_alloc(n * 4);
+  copy(dev, host_out.data(), n * 4, stream);
+  coralResult_t a = coralSuccess, b = coralSuccess, c = coralSuccess;
+  if (rank == 0) a = coralSend(dev, n, coralInt32, 1, comm, stream);
+  if (rank == 1) {
+    coralGroupStart();
+    b = coralRecv(dev, n, coralInt32, 0, comm, stream);
+    c = coralGroupEnd();
+  }
+  copy(v.data(), dev, n * 4, stream);
+  if (a || b || c) return "send outside a group to a receive inside one: a call failed";
+  if (rank == 1 && (v[5] != 5 || v[n - 1] != static_cast<int32_t>(n - 1))) return "outside/inside group: wrong data";
+  const int next = (rank + 1) % p, prev = (rank + p - 1) % p;
+  coralGroupStart();
+  a = coralSend(host_out.data(), n, coralInt32, next, comm, nullptr);
+  b = coralRecv(dev, n, coralInt32, prev, comm, stream);
+  c = coralGroupEnd();
+  copy(v.data(), dev, n * 4, stream);
+  gpu::free_device(dev);
+  if (a || b || c) return "host send with device receive in one group: a call failed";
+  for (size_t i = 0; i < n; i += 4093)
+    if (v[i] != static_cast<int32_t>(prev * 7919 + i)) return "host send with device receive: wrong data";
+  return "";
+}
+
 // PreMulSum on device buffers with a device-resident scalar (rank + 1) and a host one (2).
 std::string premul_device(coralComm_t comm, void* stream, int rank, int p) {
   const size_t n = 100003;
@@ -207,6 +238,8 @@ int run(int argc, char** argv) {
   }
   if (std::string e = group_ring(comm, stream, rank, p); !e.empty()) return fail(e.c_str(), comm);
   if (std::string e = premul_device(comm, stream, rank, p); !e.empty()) return fail(e.c_str(), comm);
+  if (p > 1)
+    if (std::string e = mixed_p2p(comm, stream, rank, p); !e.empty()) return fail(e.c_str(), comm);
   coralResult_t async = coralSuccess;
   coralCommGetAsyncError(comm, &async);
   if (async != coralSuccess) return fail("async error", comm);

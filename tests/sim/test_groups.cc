@@ -193,3 +193,18 @@ TEST_CASE("a blocking send to oneself outside a group is refused") {
           return std::string(coralGetLastError(comm)).find("group") == std::string::npos ? "no hint" : "";
         }) == "");
 }
+
+TEST_CASE("a send to oneself without its receive times out instead of hanging") {
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
+  cfg.timeoutSeconds = 1;
+  coralComm_t comm = nullptr;
+  REQUIRE(coralCommInitRankConfig(&comm, 1, id, 0, &cfg) == coralSuccess);
+  uint8_t b = 1;
+  coralRequest_t r;
+  REQUIRE(coralISend(&b, 1, coralUint8, 0, comm, &r) == coralSuccess);
+  CHECK(coralWait(r) == coralTimeout);
+  CHECK(std::string(coralGetLastError(comm)).find("itself") != std::string::npos);
+  CHECK(coralCommDestroy(comm) == coralSuccess);  // and destroying it does not hang
+}

@@ -47,6 +47,8 @@ TEST_CASE("bad arguments of the new collectives") {
   expect_invalid(coralAllToAllv(x, one, nullptr, y, one, zero, coralFloat32, comm, nullptr), comm, "sdispls");
   expect_invalid(coralAllToAllv(x, one, zero, y, one, big, coralFloat32, comm, nullptr), comm, "rdispls");
   expect_invalid(coralAllToAllv(x, one, zero, nullptr, one, zero, coralFloat32, comm, nullptr), comm, "recvbuff");
+  size_t three[1] = {3};
+  expect_invalid(coralAllToAllv(x, one, zero, y, three, zero, coralFloat32, comm, nullptr), comm, "sendcounts[0] = 4");
   expect_invalid(coralGather(x, y, 4, coralFloat32, 1, comm, nullptr), comm, "root 1");
   expect_invalid(coralGather(x, nullptr, 4, coralFloat32, 0, comm, nullptr), comm, "recvbuff");
   expect_invalid(coralIScatter(nullptr, y, 4, coralFloat32, 0, comm, &req), comm, "sendbuff");

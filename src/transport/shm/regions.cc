@@ -131,11 +131,22 @@ const std::byte* PeerRegions::find(const RegionRef& r, uint64_t addr, size_t byt
     failed_ = true;
     return nullptr;
   }
+  // Live regions of one process never overlap: one that overlaps the new one has been freed,
+  // and its mapping would only keep its pages alive.
+  for (size_t i = 0; i < maps_.size();) {
+    const Mapped& m = maps_[i];
+    if (m.base < r.base + r.size && r.base < m.base + m.size) {
+      munmap(const_cast<std::byte*>(m.at), m.size);
+      maps_.erase(maps_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
   if (maps_.size() == kMaxMapped) {
     munmap(const_cast<std::byte*>(maps_.back().at), maps_.back().size);
     maps_.pop_back();
   }
-  maps_.insert(maps_.begin(), Mapped{r.id, static_cast<const std::byte*>(p), r.size});
+  maps_.insert(maps_.begin(), Mapped{r.id, r.base, static_cast<const std::byte*>(p), r.size});
   return maps_[0].at + (addr - r.base);
 }
 

@@ -58,10 +58,11 @@ class PeerRegions {
  private:
   struct Mapped {
     uint64_t id;
+    uint64_t base;  // in the peer
     const std::byte* at;
     size_t size;
   };
-  static constexpr size_t kMaxMapped = 32;
+  static constexpr size_t kMaxMapped = 8;
   pid_t pid_;
   std::vector<Mapped> maps_;
   bool failed_ = false;  // one failed open: this peer's regions are not mappable (no retries)
