@@ -181,40 +181,6 @@ coralComm* create_in_background(const char* fn, std::function<std::unique_ptr<Co
   return c;
 }
 
-coralResult_t launch(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make, void* stream) {
-  return guard(comm, fn, [&] {
-    Communicator* cp = nullptr;
-    Call call;
-    int dev;
-    try {
-      cp = &need(comm);
-      call = make(*cp);
-      dev = buffers_device(*cp, call, stream);
-    } catch (const Error& e) {
-      group_failed(e.code(), std::string(fn) + ": " + e.what());
-      throw;
-    }
-    Communicator& c = *cp;
-    if (group_depth() > 0) return group_add(comm, std::move(call), stream, dev >= 0);
-    const bool p2p = call.args.coll == Coll::Send || call.args.coll == Coll::Recv;
-    if (p2p && call.args.root == c.rank())
-      fail(coralInvalidUsage, fmt::format("{} this rank ({}) outside a group would wait forever for its own "
-                                          "match: put both in one coralGroupStart/End, or use coralISend/coralIRecv",
-                                          call.args.coll == Coll::Send ? "a send to" : "a receive from", c.rank()));
-    host_scalar_now(call, stream, dev);
-    // Device buffers with stream NULL follow NCCL: the legacy default stream. Stream-ordered
-    // sends and receives take the point-to-point engine's path, as host ones (gpu_group.cc).
-    if (p2p && (stream || dev >= 0)) {
-      call.device = dev >= 0;
-      c.run_group_on_stream({call}, stream);
-    } else if (stream || dev >= 0) {
-      c.run_on_stream(call, stream, dev >= 0);
-    } else {
-      c.run(call);
-    }
-  });
-}
-
 coralResult_t launch_nb(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make,
                         coralRequest_t* req) {
   return guard(comm, fn, [&] {

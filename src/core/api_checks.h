@@ -3,8 +3,12 @@
 #pragma once
 #include <coral/coral.h>
 
+#include <fmt/format.h>
+
 #include <functional>
 #include <memory>
+
+#include "base/error.h"
 
 #include "core/communicator.h"
 #include "core/guard.h"
@@ -32,9 +36,54 @@ int buffers_device(Communicator& c, const Call& call, void* stream);
 Call validated(coralComm* comm, collectives::Coll coll, const void* s, void* r, size_t n, coralDataType_t t,
                coralRedOp_t op, int root);
 
+// Groups (api_group.cc): the depth of this thread's coralGroupStart, and deferring a call.
+int group_depth();
+void group_add(coralComm* comm, Call call, void* stream, bool device);
+// A call inside a group failed its checks: coralGroupEnd returns the first such failure.
+void group_failed(coralResult_t rc, const std::string& msg);
+
+// A host call without a stream reads a device-resident PreMulSum scalar now (api_checks.cc).
+void host_scalar_now(Call& call, void* stream, int dev);
+
 // Runs what make() returns: deferred when this thread is inside a group, else at once (stream
-// NULL and host buffers) or stream-ordered.
-coralResult_t launch(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make, void* stream);
+// NULL and host buffers) or stream-ordered. A template, not a std::function: an 8-byte call
+// would pay for the closure's allocation.
+template <class Make>
+coralResult_t launch(const char* fn, coralComm* comm, const Make& make, void* stream) {
+  return guard(comm, fn, [&] {
+    Communicator* cp = nullptr;
+    Call call;
+    int dev;
+    try {
+      cp = &need(comm);
+      call = make(*cp);
+      dev = buffers_device(*cp, call, stream);
+    } catch (const Error& e) {
+      group_failed(e.code(), std::string(fn) + ": " + e.what());
+      throw;
+    }
+    Communicator& c = *cp;
+    if (group_depth() > 0) return group_add(comm, std::move(call), stream, dev >= 0);
+    const bool p2p = call.args.coll == collectives::Coll::Send || call.args.coll == collectives::Coll::Recv;
+    if (p2p && call.args.root == c.rank())
+      fail(coralInvalidUsage,
+           fmt::format("{} this rank ({}) outside a group would wait forever for its own "
+                       "match: put both in one coralGroupStart/End, or use coralISend/coralIRecv",
+                       call.args.coll == collectives::Coll::Send ? "a send to" : "a receive from", c.rank()));
+    host_scalar_now(call, stream, dev);
+    // Device buffers with stream NULL follow NCCL: the legacy default stream. Stream-ordered
+    // sends and receives take the point-to-point engine's path, as host ones (gpu_group.cc).
+    if (p2p && (stream || dev >= 0)) {
+      call.device = dev >= 0;
+      c.run_group_on_stream({call}, stream);
+    } else if (stream || dev >= 0) {
+      c.run_on_stream(call, stream, dev >= 0);
+    } else {
+      c.run(call);
+    }
+  });
+}
+
 // The non-blocking form: host buffers only, queued on the progress thread.
 coralResult_t launch_nb(const char* fn, coralComm* comm, const std::function<Call(Communicator&)>& make,
                         coralRequest_t* req);
@@ -42,11 +91,5 @@ coralResult_t launch_nb(const char* fn, coralComm* comm, const std::function<Cal
 // A handle whose communicator create() makes on a thread of its own (coralConfig_t::blocking
 // = 0): ready once it is done, with create()'s failure kept as the handle's.
 coralComm* create_in_background(const char* fn, std::function<std::unique_ptr<Communicator>()> create);
-
-// Groups (api_group.cc): the depth of this thread's coralGroupStart, and deferring a call.
-int group_depth();
-void group_add(coralComm* comm, Call call, void* stream, bool device);
-// A call inside a group failed its checks: coralGroupEnd returns the first such failure.
-void group_failed(coralResult_t rc, const std::string& msg);
 
 }  // namespace coral::capi
