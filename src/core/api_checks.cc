@@ -12,21 +12,9 @@ namespace coral::capi {
 
 using collectives::Coll;
 
-Communicator& need(coralComm* comm) {
-  if (!comm) fail(coralInvalidArgument, "comm is NULL");
-  if (!comm->ready.load(std::memory_order_acquire))
-    fail(coralInProgress, "the communicator is still being created (coralCommGetAsyncError says when it is up)");
-  if (!comm->impl) fail(comm->init_result, "the communicator's creation failed: " + comm->init_error);
-  return *comm->impl;
-}
-
-void check_type(coralDataType_t t) {
-  if (!kernels::valid_dtype(t)) fail(coralInvalidArgument, "invalid datatype " + std::to_string(static_cast<int>(t)));
-}
-
-void check_op(Communicator& c, coralRedOp_t op, coralDataType_t t, Call& call) {
+void check_op_slow(Communicator& c, coralRedOp_t op, coralDataType_t t, Premul& premul) {
   if (op >= coralNumOps && op < coralBand) {
-    call.premul = c.premul_op(op, t);  // throws for a destroyed or foreign op, or another datatype
+    premul = c.premul_op(op, t);  // throws for a destroyed or foreign op, or another datatype
     return;
   }
   if (!kernels::valid_op(op))
@@ -34,23 +22,6 @@ void check_op(Communicator& c, coralRedOp_t op, coralDataType_t t, Call& call) {
   if (!kernels::op_fits(t, op))
     fail(coralInvalidArgument, fmt::format("op {} is bitwise, for integer types; datatype {} is not one",
                                            kernels::op_name(op), kernels::dtype_name(t)));
-}
-
-void check_buf(const void* p, size_t count, const char* name) {
-  if (!p && count > 0) fail(coralInvalidArgument, std::string(name) + " is NULL with count > 0");
-}
-
-void check_bytes(size_t count, coralDataType_t t, size_t factor) {
-  size_t es = kernels::dtype_size(t);
-  if (factor == 0) factor = 1;
-  if (count > static_cast<size_t>(PTRDIFF_MAX) / es / factor)
-    fail(coralInvalidArgument, "count " + std::to_string(count) + " overflows the addressable size");
-}
-
-void check_root(const Communicator& c, int root, const char* what) {
-  if (root < 0 || root >= c.nranks())
-    fail(coralInvalidArgument,
-         std::string(what) + " " + std::to_string(root) + " is out of range [0, " + std::to_string(c.nranks()) + ")");
 }
 
 size_t check_counts(const Communicator& c, const size_t* counts, coralDataType_t t, const char* name) {
@@ -105,10 +76,10 @@ int buffers_device(Communicator& c, const Call& call, void* stream) {
 Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, coralDataType_t t, coralRedOp_t op,
                int root) {
   Communicator& c = need(comm);
-  Call call;
+  Premul premul;
   check_type(t);
   if (coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce)
-    check_op(c, op, t, call);
+    check_op(c, op, t, premul);
   else
     op = coralSum;
   size_t factor = (coll == Coll::ReduceScatter || coll == Coll::AllGather) ? c.nranks() : 1;
@@ -137,8 +108,10 @@ Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, cor
       check_buf(r, n, "recvbuff");
   }
   Call made = make_call(coll, s, r, n, t, op, root);
-  made.premul = call.premul;
-  if (made.premul.on) made.args.op = coralSum;
+  if (premul.on) {
+    made.premul = premul;
+    made.args.op = coralSum;
+  }
   // NCCL's in-place layouts; schedules that may then let peers read the send buffer in place
   // (it is never written when apart from the receive buffer) need to know.
   const size_t block = n * kernels::dtype_size(t) * static_cast<size_t>(c.rank());

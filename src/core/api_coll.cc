@@ -119,7 +119,7 @@ Call reducescatterv(Communicator& c, const void* s, void* r, const size_t* rc, c
   check_type(t);
   const size_t total = check_counts(c, rc, t, "recvcounts");
   Call call = coral::make_call(Coll::ReduceScatterv, s, r, rc[c.rank()], t, op, 0);
-  check_op(c, op, t, call);
+  check_op(c, op, t, call.premul);
   if (call.premul.on) call.args.op = coralSum;
   check_buf(s, total, "sendbuff");
   check_buf(r, rc[c.rank()], "recvbuff");
