@@ -11,29 +11,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+#include "common/thread_ranks.h"
 
-// Runs body(rank, comm) on p threads; returns the first error any thread reported.
-std::string on_ranks(int p, const std::function<std::string(int, coralComm_t)>& body) {
-  coralUniqueId id;
-  if (coralGetUniqueId(&id) != coralSuccess) return "coralGetUniqueId failed";
-  std::vector<std::string> errors(p);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < p; ++r)
-    threads.emplace_back([&, r] {
-      coralComm_t comm = nullptr;
-      if (coralCommInitRank(&comm, p, id, r) != coralSuccess) {
-        errors[r] = fmt::format("rank {}: init: {}", r, coralGetLastError(nullptr));
-        return;
-      }
-      errors[r] = body(r, comm);
-      coralCommDestroy(comm);
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (!e.empty()) return e;
-  return "";
-}
+namespace {
 
 // A byte of rank r's message at index i: differs between ranks, offsets and message sizes.
 uint8_t pattern(int r, size_t i) { return static_cast<uint8_t>((r * 131 + i * 7 + (i >> 12)) & 0xff); }
@@ -44,13 +24,6 @@ std::string check_bytes(const std::vector<uint8_t>& got, int from, const std::st
       return fmt::format("{}: byte {} is {}, expected {} (from rank {})", what, i, got[i], pattern(from, i), from);
   return "";
 }
-
-#define CALL(x)                                                                                              \
-  do {                                                                                                       \
-    if (coralResult_t rc_ = (x); rc_ != coralSuccess)                                                        \
-      return fmt::format("rank {}: {} gave {}: {}", rank, #x, static_cast<int>(rc_),                         \
-                         coralGetLastError(comm)[0] ? coralGetLastError(comm) : coralGetLastError(nullptr)); \
-  } while (0)
 
 // Every rank sends right and receives left, in one group, in the given order.
 std::string ring_exchange(int rank, coralComm_t comm, size_t bytes, bool recv_first) {

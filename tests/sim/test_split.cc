@@ -9,35 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/thread_ranks.h"
+
 namespace {
-
-std::string on_ranks(int p, const std::function<std::string(int, coralComm_t)>& body) {
-  coralUniqueId id;
-  if (coralGetUniqueId(&id) != coralSuccess) return "coralGetUniqueId failed";
-  std::vector<std::string> errors(p);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < p; ++r)
-    threads.emplace_back([&, r] {
-      coralComm_t comm = nullptr;
-      if (coralCommInitRank(&comm, p, id, r) != coralSuccess) {
-        errors[r] = fmt::format("rank {}: init: {}", r, coralGetLastError(nullptr));
-        return;
-      }
-      errors[r] = body(r, comm);
-      coralCommDestroy(comm);
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (!e.empty()) return e;
-  return "";
-}
-
-#define CALL(x)                                                                                              \
-  do {                                                                                                       \
-    if (coralResult_t rc_ = (x); rc_ != coralSuccess)                                                        \
-      return fmt::format("rank {}: {} gave {}: {}", rank, #x, static_cast<int>(rc_),                         \
-                         coralGetLastError(comm)[0] ? coralGetLastError(comm) : coralGetLastError(nullptr)); \
-  } while (0)
 
 // The sum over the communicator of (its rank + 1) * (world rank + 1), checked against members.
 std::string check_sum(coralComm_t comm, int world, const std::vector<int>& members, const std::string& what) {
