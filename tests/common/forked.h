@@ -1,5 +1,6 @@
 // Ranks as forked processes of the test (include catch.hpp first): rank 0 makes the unique id,
-// each process runs body on its communicator and reports one line ("" for success).
+// each process runs body on its communicator and reports one line ("" for success). Once every
+// rank's communicator is up, on_ready (if any) gets the ranks' pids, e.g. to kill some.
 #pragma once
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +19,8 @@ inline std::string forked_read_line(int fd) {
 }
 
 // Returns each rank's report; a rank that died without one reports "died".
-inline std::vector<std::string> run_forked(int p, const std::function<std::string(int, coralComm_t)>& body) {
+inline std::vector<std::string> run_forked(int p, const std::function<std::string(int, coralComm_t)>& body,
+                                           const std::function<void(const std::vector<pid_t>&)>& on_ready = {}) {
   std::vector<int> id_r(p), id_w(p), rep_r(p);
   for (int r = 0; r < p; ++r) {
     int fds[2];
@@ -45,6 +47,7 @@ inline std::vector<std::string> run_forked(int p, const std::function<std::strin
       if (coralCommInitRank(&comm, p, id, r) != coralSuccess) {
         line = std::string("init: ") + coralGetLastError(nullptr);
       } else {
+        (void)!write(rep[1], "ready\n", 6);
         line = body(r, comm);
         coralCommDestroy(comm);
       }
@@ -60,9 +63,11 @@ inline std::vector<std::string> run_forked(int p, const std::function<std::strin
     close(id_r[r]);
     close(id_w[r]);
   }
-  std::vector<std::string> out;
+  std::vector<std::string> first(p), out;
+  for (int r = 0; r < p; ++r) first[r] = forked_read_line(rep_r[r]);  // "ready", or a failed init's report
+  if (on_ready) on_ready(pids);
   for (int r = 0; r < p; ++r) {
-    std::string line = forked_read_line(rep_r[r]);
+    std::string line = first[r] == "ready" ? forked_read_line(rep_r[r]) : first[r];
     out.push_back(line.rfind("report ", 0) == 0 ? line.substr(7) : "died");
     close(rep_r[r]);
   }

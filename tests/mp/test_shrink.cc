@@ -14,16 +14,11 @@
 
 #include <coral/coral.h>
 
+#include "common/forked.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string read_line(int fd) {
-  std::string s;
-  char c;
-  while (read(fd, &c, 1) == 1 && c != '\n') s += c;
-  return s;
-}
 
 // The survivor's report: "ok <new rank> <new size>", or "<code> <message>".
 std::string survive(coralComm_t comm, int rank, int nranks, const std::vector<int>& dead,
@@ -59,7 +54,7 @@ std::string survive(coralComm_t comm, int rank, int nranks, const std::vector<in
 }
 
 struct Run {
-  std::vector<std::string> reports;  // by old rank; "" for the dead
+  std::vector<std::string> reports;  // by old rank; "died" for the dead
 };
 
 // lists[r]: what rank r passes as excludeRanks (the dead, unless a test says otherwise).
@@ -69,53 +64,13 @@ Run run(int nranks, const std::vector<int>& dead, const std::vector<std::vector<
     setenv("CORAL_TRANSPORT", transport, 1);
   else
     unsetenv("CORAL_TRANSPORT");
-  std::vector<int> id_r(nranks), id_w(nranks);
-  for (int r = 0; r < nranks; ++r) {
-    int p[2];
-    REQUIRE(pipe(p) == 0);
-    id_r[r] = p[0];
-    id_w[r] = p[1];
-  }
-  std::vector<pid_t> pids;
-  std::vector<int> reports;
-  for (int r = 0; r < nranks; ++r) {
-    int rep[2];
-    REQUIRE(pipe(rep) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(rep[0]);
-      coralUniqueId id;
-      if (r == 0) {  // rank 0's process serves the store
-        if (coralGetUniqueId(&id) != coralSuccess) _exit(90);
-        for (int q = 1; q < nranks; ++q) (void)!write(id_w[q], &id, sizeof id);
-      } else if (read(id_r[r], &id, sizeof id) != sizeof id) {
-        _exit(91);
-      }
-      coralComm_t comm;
-      if (coralCommInitRank(&comm, nranks, id, r) != coralSuccess) _exit(92);
-      (void)!write(rep[1], "ready\n", 6);
-      std::string line = survive(comm, r, nranks, dead, lists[r]) + "\n";
-      (void)!write(rep[1], line.data(), line.size());
-      _exit(0);
-    }
-    close(rep[1]);
-    pids.push_back(pid);
-    reports.push_back(rep[0]);
-  }
-  for (int r = 0; r < nranks; ++r) {
-    close(id_r[r]);
-    close(id_w[r]);
-  }
-  for (int r = 0; r < nranks; ++r) REQUIRE(read_line(reports[r]) == "ready");
-  usleep(200 * 1000);  // mid all-reduce
-  for (int d : dead) kill(pids[d], SIGKILL);
   Run out;
-  for (int r = 0; r < nranks; ++r) {
-    bool is_dead = std::find(dead.begin(), dead.end(), r) != dead.end();
-    out.reports.push_back(is_dead ? "" : read_line(reports[r]));
-    close(reports[r]);
-  }
-  for (pid_t p : pids) waitpid(p, nullptr, 0);
+  out.reports = run_forked(
+      nranks, [&](int r, coralComm_t comm) { return survive(comm, r, nranks, dead, lists[r]); },
+      [&](const std::vector<pid_t>& pids) {
+        usleep(200 * 1000);  // mid all-reduce
+        for (int d : dead) kill(pids[d], SIGKILL);
+      });
   return out;
 }
 
