@@ -94,7 +94,7 @@ coralResult_t launch(const char* fn, coralComm* comm, const Make& make, void* st
     Call call = checked();
     Communicator& c = *cp;
     if (group_depth() > 0) return group_add(comm, std::move(call), stream, dev >= 0);
-    const bool p2p = call.args.coll == collectives::Coll::Send || call.args.coll == collectives::Coll::Recv;
+    const bool p2p = is_p2p(call);
     if (p2p && call.args.root == c.rank())
       fail(coralInvalidUsage,
            fmt::format("{} this rank ({}) outside a group would wait forever for its own "

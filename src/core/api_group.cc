@@ -48,7 +48,7 @@ using coral::fail;
 using coral::collectives::Coll;
 using namespace coral::capi;
 
-bool is_p2p(const coral::Call& c) { return c.args.coll == Coll::Send || c.args.coll == Coll::Recv; }
+using coral::is_p2p;
 
 // Runs the members: per communicator, stream-ordered ones in order, host ones as one request;
 // every communicator's request is queued before any is waited for.

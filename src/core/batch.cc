@@ -19,8 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool is_p2p(const Call& c) { return c.args.coll == collectives::Coll::Send || c.args.coll == collectives::Coll::Recv; }
-
 // A request the running engine may take over: host point-to-point calls only.
 bool p2p_only(const Request& r) {
   if (r.ready) return false;  // stream-ordered
@@ -34,12 +32,8 @@ std::vector<P2POp> p2p_ops(Request& r) {
   std::vector<P2POp> ops;
   auto add = [&](const Call& c) {
     if (!is_p2p(c)) return;
-    P2POp op;
-    op.send = c.args.coll == collectives::Coll::Send;
-    op.peer = c.args.root;
-    op.buf = static_cast<std::byte*>(op.send ? const_cast<void*>(c.send) : c.recv);
-    op.bytes = c.args.count * kernels::dtype_size(c.args.dtype);
-    ops.push_back(op);
+    ops.push_back(p2p_op(c.args.coll == collectives::Coll::Send, c.args.root, c.send, c.recv,
+                         c.args.count * kernels::dtype_size(c.args.dtype)));
   };
   if (r.group.empty())
     add(r.call);

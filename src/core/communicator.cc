@@ -277,7 +277,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
     salt = coll_seq_++ * 1000003u + (a.v ? 0 : a.count * 31u) + static_cast<uint64_t>(a.root);
   // Point-to-point messages match a Send with a Recv, whatever their dtypes.
   collectives::Coll tag_coll = a.coll == collectives::Coll::Recv ? collectives::Coll::Send : a.coll;
-  bool p2p = a.coll == collectives::Coll::Send || a.coll == collectives::Coll::Recv;
+  const bool p2p = is_p2p(c);
   uint64_t tag = make_tag(tag_coll, p2p ? coralUint8 : a.dtype, p2p ? coralSum : a.op, salt);
   const collectives::Schedule& s = cached.schedule;
   if (!device && !cached.plan.links) cached.plan = compile(s, host_.links, es);
@@ -347,7 +347,7 @@ void Communicator::set_last_error(const std::string& msg) {
 void Communicator::wait_idle() { queue_.wait_idle(); }
 
 void Communicator::run(Call call) {
-  if (call.args.coll == collectives::Coll::Send || call.args.coll == collectives::Coll::Recv) {
+  if (is_p2p(call)) {
     // Through the point-to-point engine, so that a send posted earlier with coralISend, or the
     // peer's, cannot hold this one up (batch.cc).
     std::shared_ptr<Request> r = submit(call);
@@ -369,8 +369,7 @@ std::shared_ptr<Request> Communicator::submit(Call call) {
 }
 
 void Communicator::run_queued(std::shared_ptr<Request>& req) {
-  if (!req->ready && (!req->group.empty() || req->call.args.coll == collectives::Coll::Send ||
-                      req->call.args.coll == collectives::Coll::Recv)) {
+  if (!req->ready && (!req->group.empty() || is_p2p(req->call))) {
     run_batch(req);
     req.reset();
     return;

@@ -46,12 +46,8 @@ void Communicator::run_stream_p2p(Request& r) {
   std::vector<P2POp> ops;
   size_t o = 0, i = 0;
   for (const Call& c : r.group) {
-    P2POp op;
-    op.send = sends(c);
-    op.peer = c.args.root;
-    op.bytes = bytes_of(c);
+    P2POp op = p2p_op(sends(c), c.args.root, c.send, c.recv, bytes_of(c));
     if (!c.device) {  // host memory: moved where it is
-      op.buf = static_cast<std::byte*>(op.send ? const_cast<void*>(c.send) : c.recv);
       ops.push_back(op);
       continue;
     }

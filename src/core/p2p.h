@@ -27,6 +27,16 @@ struct P2POp {
   bool finished = false;
 };
 
+// The op a Send or Recv call makes, on the call's own buffer.
+inline P2POp p2p_op(bool send, int peer, const void* send_buf, void* recv_buf, size_t bytes) {
+  P2POp op;
+  op.send = send;
+  op.peer = peer;
+  op.buf = static_cast<std::byte*>(send ? const_cast<void*>(send_buf) : recv_buf);
+  op.bytes = bytes;
+  return op;
+}
+
 class P2PEngine {
  public:
   // links: by rank; chunk: a cap on a message's bytes (0: none), the same on every rank, as

@@ -38,6 +38,10 @@ struct Call {
   bool device = false;  // point-to-point calls of a stream-ordered batch: the buffer is on the GPU
 };
 
+inline bool is_p2p(const Call& c) {
+  return c.args.coll == collectives::Coll::Send || c.args.coll == collectives::Coll::Recv;
+}
+
 inline Call make_call(collectives::Coll coll, const void* send, void* recv, size_t count, coralDataType_t dtype,
                       coralRedOp_t op, int root) {
   Call c;
