@@ -6,6 +6,7 @@
 #   4. 2, 4 and 8 ranks on the one GPU through cuda_ipc, every collective, exact; then 2 ranks
 #      posing as two hosts (staged through pinned memory)
 #   5. coral-bench on device buffers: 256 MiB all-reduce busbw, 8-byte one-shot latency, a sweep
+#   6. the torch backend "coral" on the machine's torch 2.x: CUDA tensors, Backend API, DDP
 # Writes $OUT/gpu-summary.txt (OUT defaults to ./gpu-out) plus one log per step; exit 0 only if
 # every step passed. Budget: about 8 minutes; GPU_QUICK=1 (fewer cases, shorter limits): about 5
 # at worst. Without a GPU it builds, then reports SKIP.
@@ -68,8 +69,12 @@ note "$(nvcc --version 2>/dev/null | tail -1)"
 export build=${GPU_BUILD_DIR:-build-gpu}
 configure() {
   [ -f "$build/build.ninja" ] || meson setup "$build" -Dcuda=enabled -Dgpu_arch="${GPU_ARCH:-90}" -Dtests=false \
-    -Dbench=true -Dtrainer=disabled -Dhwloc=disabled -Ducx=disabled -Dibverbs=disabled -Dmpi=disabled || return 1
-  ninja -C "$build"
+    -Dbench=true -Dtrainer=disabled -Dhwloc=disabled -Ducx=disabled -Dibverbs=disabled -Dmpi=disabled \
+    -Dtorch=auto -Dpython="$(command -v python3)" || return 1
+  # The core targets alone: a torch extension that does not build for this torch must not stop
+  # the other checks (it is built, and reported, in its own step below).
+  ninja -C "$build" tests/gpu/gpu_kernels_check bench/coral-kernel-bw tools/coral-run/coral-run tests/gpu/mp_device \
+    bench/coral-bench
 }
 export -f configure
 step build 300 bash -c configure || { note "build failed: see $out/build.txt"; exit 1; }
@@ -96,6 +101,17 @@ else
   grep -E "^ +[0-9]+ " "$out/bench_8b_oneshot.txt" | tee -a "$summary"
   step bench_sweep $(lim 120 40) "$crun" -n 2 "$bench" --device -b 8 -e 64M -f 8 -n 10 -w 2
   grep -E "^ +[0-9]+ " "$out/bench_sweep.txt" | tee -a "$summary"
+fi
+
+# The torch backend against the machine's torch 2.x with CUDA (built when the build found it).
+if grep -q "coral_torch/_C" "$build/build.ninja" 2>/dev/null; then
+  step torch_build 300 ninja -C "$build"
+fi
+if ls "$build"/src/compat/torch/coral_torch/_C*.so >/dev/null 2>&1; then
+  step torch_cuda $(lim 180 90) env PYTHONPATH="$build/src/compat/torch" "$crun" -n 2 python3 tests/gpu/torch_check.py
+  grep -h "failure\|FAIL" "$out/torch_cuda.txt" | tee -a "$summary"
+else
+  note "[SKIP] torch_cuda: the build found no torch for $(command -v python3)"
 fi
 
 note "total $(( $(date +%s) - start ))s, $([ $status -eq 0 ] && echo 'all passed' || echo 'FAILURES above')"

@@ -1,15 +1,19 @@
 #include "tools/coral-run/launcher.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -65,7 +69,7 @@ int exit_code(int status) {
 }
 
 pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t& old_mask, const std::string& root,
-            const std::string& secret, const std::vector<int>& cpus) {
+            const std::string& secret, const std::vector<int>& cpus, const std::pair<std::string, int>& torch_master) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   // Child: die with the launcher, restore signals, wire output, set the rank's environment.
@@ -82,6 +86,14 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
   setenv("CORAL_LOCAL_SIZE", std::to_string(opt.nranks).c_str(), 1);
   setenv("CORAL_ROOT", root.c_str(), 1);
   setenv("CORAL_SECRET", secret.c_str(), 1);
+  // What torchrun exports, so torch's env:// rendezvous works under coral-run too.
+  setenv("RANK", std::to_string(opt.node_rank * opt.nranks + rank).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(opt.nnodes * opt.nranks).c_str(), 1);
+  setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  setenv("LOCAL_WORLD_SIZE", std::to_string(opt.nranks).c_str(), 1);
+  setenv("GROUP_RANK", std::to_string(opt.node_rank).c_str(), 1);
+  setenv("MASTER_ADDR", torch_master.first.c_str(), 1);
+  setenv("MASTER_PORT", std::to_string(torch_master.second).c_str(), 1);
   if (opt.bind == Bind::Core) {
     std::string why = bind_rank(cpus, rank);
     if (!why.empty()) std::fprintf(stderr, "coral-run: rank %d runs unbound: %s\n", rank, why.c_str());
@@ -92,6 +104,31 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
   execvp(argv[0], argv.data());
   std::fprintf(stderr, "coral-run: cannot execute %s: %s\n", argv[0], std::strerror(errno));
   _exit(127);
+}
+
+// MASTER_ADDR/MASTER_PORT for torch: one node keeps the user's or takes a free local port; across
+// nodes, node 0's host at the port after coral's own store (which holds the root port itself).
+std::pair<std::string, int> torch_master(const Options& opt) {
+  if (opt.nnodes > 1) {
+    net::SockAddr at = net::resolve(opt.root);
+    std::string host = opt.root.substr(0, opt.root.rfind(':'));
+    if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    return {host, at.port() + 1};
+  }
+  const char* addr = std::getenv("MASTER_ADDR");
+  const char* port = std::getenv("MASTER_PORT");
+  if (addr && port && *addr && std::atoi(port) > 0) return {addr, std::atoi(port)};
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  int p = 29500;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
+    p = ntohs(sa.sin_port);
+  if (fd >= 0) close(fd);
+  return {"127.0.0.1", p};
 }
 
 }  // namespace
@@ -120,6 +157,7 @@ int launch(const Options& opt) {
 
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
+  const std::pair<std::string, int> master = torch_master(opt);
   const std::vector<int> cpus = opt.bind == Bind::Core ? cpu_order() : std::vector<int>{};
   std::vector<Rank> ranks(opt.nranks);
   std::vector<Stream> streams;
@@ -129,7 +167,7 @@ int launch(const Options& opt) {
       std::perror("coral-run: pipe");
       return 1;
     }
-    ranks[r].pid = spawn(opt, r, out, err, old_mask, root, bootstrap::wire::secret_to_hex(secret), cpus);
+    ranks[r].pid = spawn(opt, r, out, err, old_mask, root, bootstrap::wire::secret_to_hex(secret), cpus, master);
     ranks[r].running = ranks[r].pid > 0;
     if (ranks[r].pid > 0) setpgid(ranks[r].pid, ranks[r].pid);
     close(out[1]);

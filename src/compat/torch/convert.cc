@@ -1,0 +1,115 @@
+#include "compat/torch/convert.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+namespace coral::torch_backend {
+
+coralDataType_t coral_type(const at::Tensor& t, const char* what) {
+  switch (t.scalar_type()) {
+    case at::kFloat:
+      return coralFloat32;
+    case at::kDouble:
+      return coralFloat64;
+    case at::kHalf:
+      return coralFloat16;
+    case at::kBFloat16:
+      return coralBfloat16;
+    case at::kChar:
+      return coralInt8;
+    case at::kByte:
+      return coralUint8;
+    case at::kBool:
+      return coralUint8;  // as torch's NCCL backend: one byte, 0 or 1
+    case at::kInt:
+      return coralInt32;
+    case at::kLong:
+      return coralInt64;
+    case at::kComplexFloat:
+      return coralFloat32;
+    case at::kComplexDouble:
+      return coralFloat64;
+    default:
+      TORCH_CHECK(false, "coral: ", what, " does not support dtype ", t.scalar_type(),
+                  " (supported: float16, bfloat16, float32, float64, int8, uint8, int32, int64, bool, complex64, "
+                  "complex128)");
+  }
+}
+
+Elements elements_of(const at::Tensor& t, const char* what) {
+  const coralDataType_t type = coral_type(t, what);
+  const size_t n = static_cast<size_t>(t.numel());
+  return {type, t.is_complex() ? 2 * n : n};
+}
+
+RedOp::RedOp(const ::c10d::ReduceOp& op, const at::Tensor& sample, coralComm_t comm, const char* what) : comm_(comm) {
+  const bool is_bool = sample.scalar_type() == at::kBool;
+  const bool is_complex = sample.is_complex();
+  const bool is_float = sample.is_floating_point() || is_complex;
+  auto refuse = [&](const char* name, const char* why) {
+    TORCH_CHECK(false, "coral: ", what, " with ReduceOp.", name, " ", why, " (dtype ", sample.scalar_type(), ")");
+  };
+  switch (op.op_) {
+    // bool as torch's NCCL backend: SUM is a logical or, PRODUCT a logical and.
+    case ::c10d::ReduceOp::SUM:
+      op_ = is_bool ? coralMax : coralSum;
+      break;
+    case ::c10d::ReduceOp::PRODUCT:
+      if (is_complex) refuse("PRODUCT", "is not defined element-wise on complex tensors");
+      op_ = is_bool ? coralMin : coralProd;
+      break;
+    case ::c10d::ReduceOp::AVG:
+      if (is_bool) refuse("AVG", "is not defined for bool tensors");
+      op_ = coralAvg;
+      break;
+    case ::c10d::ReduceOp::MIN:
+      if (is_complex) refuse("MIN", "does not order complex numbers");
+      op_ = coralMin;
+      break;
+    case ::c10d::ReduceOp::MAX:
+      if (is_complex) refuse("MAX", "does not order complex numbers");
+      op_ = coralMax;
+      break;
+    case ::c10d::ReduceOp::BAND:
+    case ::c10d::ReduceOp::BOR:
+    case ::c10d::ReduceOp::BXOR: {
+      const char* name = op.op_ == ::c10d::ReduceOp::BAND ? "BAND" : op.op_ == ::c10d::ReduceOp::BOR ? "BOR" : "BXOR";
+      if (is_float) refuse(name, "needs an integer or bool tensor");
+      op_ = op.op_ == ::c10d::ReduceOp::BAND ? coralBand : op.op_ == ::c10d::ReduceOp::BOR ? coralBor : coralBxor;
+      break;
+    }
+    case ::c10d::ReduceOp::PREMUL_SUM: {
+      if (!is_float || is_complex) refuse("PREMUL_SUM", "needs a real floating-point tensor");
+      auto* sup = dynamic_cast<::c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+      TORCH_CHECK(sup, "coral: ", what, ": ReduceOp.PREMUL_SUM carries no factor");
+      at::Tensor factor;
+      coralScalarResidence_t residence = coralScalarHostImmediate;
+      if (sup->tensor_factors.empty()) {
+        factor = at::scalar_tensor(sup->double_factor, sample.options().device(at::kCPU));
+      } else {
+        factor = sup->tensor_factors.front().to(sample.scalar_type()).contiguous();
+        if (factor.is_cuda()) residence = coralScalarDevice;
+      }
+      const coralResult_t r =
+          coralRedOpCreatePreMulSum(&op_, factor.data_ptr(), coral_type(sample, what), residence, comm);
+      TORCH_CHECK(r == coralSuccess, "coral: ", what, ": PREMUL_SUM: ", coral_error(comm, r));
+      created_ = true;
+      break;
+    }
+    default:
+      TORCH_CHECK(false, "coral: ", what, ": unknown ReduceOp ", static_cast<int>(op.op_));
+  }
+}
+
+RedOp::~RedOp() {
+  if (created_) coralRedOpDestroy(op_, comm_);
+}
+
+std::string coral_error(coralComm_t comm, coralResult_t r) {
+  const char* detail = coralGetLastError(comm);
+  std::string s = coralGetErrorString(r);
+  if (detail && *detail) s += std::string(": ") + detail;
+  return s;
+}
+
+}  // namespace coral::torch_backend

@@ -1,0 +1,149 @@
+#include "compat/torch/process_group.h"
+
+#include <ATen/core/ivalue.h>
+#include <c10/util/Exception.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "compat/torch/convert.h"
+
+#ifdef CORAL_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+namespace coral::torch_backend {
+
+WorkCoral::WorkCoral(int rank, ::c10d::OpType type, Tensors outputs, std::vector<c10::Device> devices)
+    : ::c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                       std::move(devices))) {}
+
+void WorkCoral::complete(std::exception_ptr error) {
+  // The future first: a DDP comm hook chained on it must see the value when wait() returns.
+  if (error)
+    future_->setError(error);
+  else
+    future_->markCompleted(c10::IValue(outputs_));
+  finish(error);
+}
+
+namespace {
+
+constexpr const char* kUidKey = "coral/unique_id";
+
+std::vector<uint8_t> to_bytes(const coralUniqueId& id) {
+  return std::vector<uint8_t>(id.internal, id.internal + sizeof id.internal);
+}
+
+}  // namespace
+
+ProcessGroupCoral::ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+                                     std::chrono::milliseconds timeout)
+    : CORAL_TORCH_BASE(rank, size), timeout_(timeout) {
+  // The group meets through the store torch hands it (a prefix store per group), so new_group's
+  // members find each other without another port or variable.
+  coralUniqueId id;
+  if (rank == 0) {
+    const coralResult_t r = coralGetUniqueId(&id);
+    TORCH_CHECK(r == coralSuccess, "coral: init: coralGetUniqueId: ", coral_error(nullptr, r));
+    store->set(kUidKey, to_bytes(id));
+  } else {
+    store->wait({kUidKey}, timeout);
+    const std::vector<uint8_t> bytes = store->get(kUidKey);
+    TORCH_CHECK(bytes.size() == sizeof id.internal, "coral: init: the store's ", kUidKey, " has ", bytes.size(),
+                " bytes, not ", sizeof id.internal);
+    std::memcpy(id.internal, bytes.data(), bytes.size());
+  }
+  coralConfig_t config = CORAL_CONFIG_INITIALIZER;
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
+  config.timeoutSeconds = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(seconds, INT32_MAX)));
+  const coralResult_t r = coralCommInitRankConfig(&comm_, size, id, rank, &config);
+  TORCH_CHECK(r == coralSuccess, "coral: init of rank ", rank, " of ", size, ": ", coral_error(nullptr, r));
+  completer_ = std::thread([this] { complete_loop(); });
+}
+
+ProcessGroupCoral::~ProcessGroupCoral() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (completer_.joinable()) completer_.join();
+  coralResult_t async = coralSuccess;
+  coralCommGetAsyncError(comm_, &async);
+  // A failed communicator cannot finish a clean teardown with its peers: abort it instead.
+  if (async == coralSuccess)
+    coralCommDestroy(comm_);
+  else
+    coralCommAbort(comm_);
+}
+
+void ProcessGroupCoral::fail(const char* what, coralResult_t r) const {
+  TORCH_CHECK(false, "coral: ", what, " on rank ", getRank(), " of ", getSize(), ": ", coral_error(comm_, r));
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, const char* what, const Tensors& outputs,
+                                                        const at::Tensor& sample, const Issue& issue, Finish finish) {
+  std::vector<c10::Device> devices;
+  if (sample.defined() && sample.is_cuda()) devices.push_back(sample.device());
+  auto work = c10::make_intrusive<WorkCoral>(getRank(), type, outputs, devices);
+  if (!devices.empty()) {
+#ifdef CORAL_TORCH_CUDA
+    // Stream-ordered on torch's current stream, as ProcessGroupNCCL: the caller's later kernels
+    // on that stream see the result; the future's CUDA events carry it to other streams.
+    c10::cuda::CUDAGuard guard(sample.device());
+    void* stream = at::cuda::getCurrentCUDAStream(sample.device().index()).stream();
+    const coralResult_t r = issue(stream, nullptr);
+    if (r != coralSuccess) fail(what, r);
+    if (finish) finish();
+    work->complete(nullptr);
+    return work;
+#else
+    TORCH_CHECK(false, "coral: ", what, ": this coral_torch was built without CUDA; the tensor is on ",
+                sample.device());
+#endif
+  }
+  coralRequest_t request = nullptr;
+  const coralResult_t r = issue(nullptr, &request);
+  if (r != coralSuccess) fail(what, r);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back({request, std::move(finish), work});
+  }
+  cv_.notify_one();
+  return work;
+}
+
+void ProcessGroupCoral::complete_loop() {
+  // Coral runs one communicator's operations in issue order, so waiting for them in that order
+  // completes each work as soon as it is done.
+  for (;;) {
+    Pending p;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (pending_.empty()) return;
+      p = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    const coralResult_t r = coralWait(p.request);
+    std::exception_ptr error;
+    if (r != coralSuccess) {
+      error =
+          std::make_exception_ptr(std::runtime_error("coral: operation on rank " + std::to_string(getRank()) + " of " +
+                                                     std::to_string(getSize()) + " failed: " + coral_error(comm_, r)));
+    } else if (p.finish) {
+      try {
+        p.finish();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    p.work->complete(error);
+  }
+}
+
+}  // namespace coral::torch_backend

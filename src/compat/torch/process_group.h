@@ -1,0 +1,112 @@
+// torch.distributed backend "coral": a c10d process group over Coral's public C API only.
+// One source for torch 1.13 (a ProcessGroup subclass) and torch >= 2 (a Backend subclass).
+#pragma once
+#include <coral/coral.h>
+#include <torch/version.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#define CORAL_TORCH_BASE ::c10d::Backend
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#define CORAL_TORCH_BASE ::c10d::ProcessGroup
+#endif
+
+namespace coral::torch_backend {
+
+using Tensors = std::vector<at::Tensor>;
+
+// A returned Work: completed by the group's completion thread (host tensors) or at once after
+// the stream-ordered launch (CUDA tensors, as ProcessGroupNCCL's work on its stream).
+class WorkCoral : public ::c10d::Work {
+ public:
+  WorkCoral(int rank, ::c10d::OpType type, Tensors outputs, std::vector<c10::Device> devices);
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // Marks the work done (exception null) or failed, and completes its future.
+  void complete(std::exception_ptr error);
+
+ private:
+  Tensors outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// What an operation needs after Coral finishes it: copy results back into the caller's
+// (non-contiguous, listed or coalesced) tensors.
+using Finish = std::function<void()>;
+
+class ProcessGroupCoral : public CORAL_TORCH_BASE {
+ public:
+  ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+                    std::chrono::milliseconds timeout);
+  ~ProcessGroupCoral() override;
+
+  const std::string getBackendName() const override { return "coral"; }
+
+  c10::intrusive_ptr<::c10d::Work> broadcast(Tensors& tensors, const ::c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allreduce(Tensors& tensors, const ::c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allreduce_coalesced(Tensors& tensors,
+                                                       const ::c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce(Tensors& tensors, const ::c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allgather(std::vector<Tensors>& outputs, Tensors& inputs,
+                                             const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                   const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allgather_coalesced(std::vector<Tensors>& outputs, Tensors& inputs,
+                                                       const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> gather(std::vector<Tensors>& outputs, Tensors& inputs,
+                                          const ::c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> scatter(Tensors& outputs, std::vector<Tensors>& inputs,
+                                           const ::c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter(Tensors& outputs, std::vector<Tensors>& inputs,
+                                                  const ::c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                        const ::c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                 std::vector<int64_t>& outputSplits, std::vector<int64_t>& inputSplits,
+                                                 const ::c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> alltoall(Tensors& outputs, Tensors& inputs,
+                                            const ::c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> send(Tensors& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<::c10d::Work> recv(Tensors& tensors, int src, int tag) override;
+  c10::intrusive_ptr<::c10d::Work> recvAnysource(Tensors& tensors, int tag) override;
+  c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
+  void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) override;
+
+  coralComm_t comm() const { return comm_; }
+
+ private:
+  // One Coral operation: issue() starts it on host buffers (returning its request) or, with a
+  // stream, enqueues it stream-ordered (returning no request).
+  using Issue = std::function<coralResult_t(void* stream, coralRequest_t* request)>;
+  c10::intrusive_ptr<::c10d::Work> run(::c10d::OpType type, const char* what, const Tensors& outputs,
+                                       const at::Tensor& sample, const Issue& issue, Finish finish = {});
+  [[noreturn]] void fail(const char* what, coralResult_t r) const;
+  void complete_loop();
+
+  coralComm_t comm_ = nullptr;
+  std::chrono::milliseconds timeout_;
+
+  struct Pending {
+    coralRequest_t request;
+    Finish finish;
+    c10::intrusive_ptr<WorkCoral> work;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> pending_;
+  bool stopping_ = false;
+  std::thread completer_;
+};
+
+}  // namespace coral::torch_backend
