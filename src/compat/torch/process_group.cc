@@ -4,7 +4,6 @@
 #include <c10/util/Exception.h>
 
 #include <cstring>
-#include <stdexcept>
 
 #include "compat/torch/convert.h"
 
@@ -14,21 +13,6 @@
 #endif
 
 namespace coral::torch_backend {
-
-WorkCoral::WorkCoral(int rank, ::c10d::OpType type, Tensors outputs, std::vector<c10::Device> devices)
-    : ::c10d::Work(rank, type),
-      outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
-                                                       std::move(devices))) {}
-
-void WorkCoral::complete(std::exception_ptr error) {
-  // The future first: a DDP comm hook chained on it must see the value when wait() returns.
-  if (error)
-    future_->setError(error);
-  else
-    future_->markCompleted(c10::IValue(outputs_));
-  finish(error);
-}
 
 namespace {
 
@@ -62,16 +46,20 @@ ProcessGroupCoral::ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& st
   config.timeoutSeconds = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(seconds, INT32_MAX)));
   const coralResult_t r = coralCommInitRankConfig(&comm_, size, id, rank, &config);
   TORCH_CHECK(r == coralSuccess, "coral: init of rank ", rank, " of ", size, ": ", coral_error(nullptr, r));
-  completer_ = std::thread([this] { complete_loop(); });
+  completer_ = std::make_shared<Completer>();
 }
 
 ProcessGroupCoral::~ProcessGroupCoral() {
+  // Every request settles before the communicator goes: the unclaimed ones here, the rest on
+  // the completion thread.
+  std::deque<std::weak_ptr<OpState>> live;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(live_mu_);
+    live.swap(live_);
   }
-  cv_.notify_all();
-  if (completer_.joinable()) completer_.join();
+  for (auto& w : live)
+    if (auto op = w.lock(); op && op->claim()) op->settle();
+  completer_->drain();
   coralResult_t async = coralSuccess;
   coralCommGetAsyncError(comm_, &async);
   // A failed communicator cannot finish a clean teardown with its peers: abort it instead.
@@ -89,7 +77,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
                                                         const at::Tensor& sample, const Issue& issue, Finish finish) {
   std::vector<c10::Device> devices;
   if (sample.defined() && sample.is_cuda()) devices.push_back(sample.device());
-  auto work = c10::make_intrusive<WorkCoral>(getRank(), type, outputs, devices);
+  auto op = std::make_shared<OpState>();
+  op->comm = comm_;
+  op->what = std::string(what) + " on rank " + std::to_string(getRank()) + " of " + std::to_string(getSize());
+  op->finish = std::move(finish);
+  op->outputs = outputs;
+  op->future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices);
   if (!devices.empty()) {
 #ifdef CORAL_TORCH_CUDA
     // Stream-ordered on torch's current stream, as ProcessGroupNCCL: the caller's later kernels
@@ -98,52 +91,27 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     void* stream = at::cuda::getCurrentCUDAStream(sample.device().index()).stream();
     const coralResult_t r = issue(stream, nullptr);
     if (r != coralSuccess) fail(what, r);
-    if (finish) finish();
-    work->complete(nullptr);
+    auto work = c10::make_intrusive<WorkCoral>(getRank(), type, outputs, op, completer_);
+    op->claim();
+    op->settle();  // the copies back are queued on the stream too
     return work;
 #else
     TORCH_CHECK(false, "coral: ", what, ": this coral_torch was built without CUDA; the tensor is on ",
                 sample.device());
 #endif
   }
-  coralRequest_t request = nullptr;
-  const coralResult_t r = issue(nullptr, &request);
+  const coralResult_t r = issue(nullptr, &op->request);
   if (r != coralSuccess) fail(what, r);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.push_back({request, std::move(finish), work});
+  auto work = c10::make_intrusive<WorkCoral>(getRank(), type, outputs, op, completer_);
+  std::lock_guard<std::mutex> lock(live_mu_);
+  // Requests complete in order: the claimed ones at the front are done with.
+  while (!live_.empty()) {
+    auto front = live_.front().lock();
+    if (front && !front->is_claimed()) break;
+    live_.pop_front();
   }
-  cv_.notify_one();
+  live_.push_back(op);
   return work;
-}
-
-void ProcessGroupCoral::complete_loop() {
-  // Coral runs one communicator's operations in issue order, so waiting for them in that order
-  // completes each work as soon as it is done.
-  for (;;) {
-    Pending p;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-      if (pending_.empty()) return;
-      p = std::move(pending_.front());
-      pending_.pop_front();
-    }
-    const coralResult_t r = coralWait(p.request);
-    std::exception_ptr error;
-    if (r != coralSuccess) {
-      error =
-          std::make_exception_ptr(std::runtime_error("coral: operation on rank " + std::to_string(getRank()) + " of " +
-                                                     std::to_string(getSize()) + " failed: " + coral_error(comm_, r)));
-    } else if (p.finish) {
-      try {
-        p.finish();
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
-    p.work->complete(error);
-  }
 }
 
 }  // namespace coral::torch_backend

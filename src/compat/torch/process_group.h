@@ -3,16 +3,16 @@
 #pragma once
 #include <coral/coral.h>
 #include <torch/version.h>
+
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
+#include "compat/torch/work.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
-#include <thread>
 
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -23,27 +23,6 @@
 #endif
 
 namespace coral::torch_backend {
-
-using Tensors = std::vector<at::Tensor>;
-
-// A returned Work: completed by the group's completion thread (host tensors) or at once after
-// the stream-ordered launch (CUDA tensors, as ProcessGroupNCCL's work on its stream).
-class WorkCoral : public ::c10d::Work {
- public:
-  WorkCoral(int rank, ::c10d::OpType type, Tensors outputs, std::vector<c10::Device> devices);
-  std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-  // Marks the work done (exception null) or failed, and completes its future.
-  void complete(std::exception_ptr error);
-
- private:
-  Tensors outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
-
-// What an operation needs after Coral finishes it: copy results back into the caller's
-// (non-contiguous, listed or coalesced) tensors.
-using Finish = std::function<void()>;
 
 class ProcessGroupCoral : public CORAL_TORCH_BASE {
  public:
@@ -92,21 +71,13 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   c10::intrusive_ptr<::c10d::Work> run(::c10d::OpType type, const char* what, const Tensors& outputs,
                                        const at::Tensor& sample, const Issue& issue, Finish finish = {});
   [[noreturn]] void fail(const char* what, coralResult_t r) const;
-  void complete_loop();
 
   coralComm_t comm_ = nullptr;
   std::chrono::milliseconds timeout_;
-
-  struct Pending {
-    coralRequest_t request;
-    Finish finish;
-    c10::intrusive_ptr<WorkCoral> work;
-  };
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Pending> pending_;
-  bool stopping_ = false;
-  std::thread completer_;
+  std::shared_ptr<Completer> completer_;
+  // Requests not yet claimed, oldest first: the teardown settles them before the communicator goes.
+  std::mutex live_mu_;
+  std::deque<std::weak_ptr<OpState>> live_;
 };
 
 }  // namespace coral::torch_backend

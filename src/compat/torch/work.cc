@@ -1,0 +1,140 @@
+#include "compat/torch/work.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <stdexcept>
+
+#include "compat/torch/convert.h"
+
+namespace coral::torch_backend {
+
+bool OpState::claim() {
+  std::lock_guard<std::mutex> lock(mu);
+  if (claimed) return false;
+  claimed = true;
+  return true;
+}
+
+void OpState::settle() {
+  std::exception_ptr error;
+  if (request) {
+    result = coralWait(request);
+    request = nullptr;
+  }
+  if (result != coralSuccess)
+    error = std::make_exception_ptr(std::runtime_error("coral: " + what + " failed: " + coral_error(comm, result)));
+  if (!error && finish) {
+    try {
+      finish();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  finish = nullptr;  // the buffers go now, not with the last reference to the state
+  // The future first: a DDP comm hook chained on it must see the value when wait() returns.
+  if (error)
+    future->setError(error);
+  else if (!future->completed())
+    future->markCompleted(c10::IValue(outputs));
+  std::lock_guard<std::mutex> lock(mu);
+  if (work) work->done(error);
+}
+
+Completer::Completer() : thread_([this] { loop(); }) {}
+
+Completer::~Completer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  // The last reference can go from a future's callback on this very thread.
+  if (thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();
+  else
+    thread_.join();
+}
+
+void Completer::drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+void Completer::add(std::shared_ptr<OpState> op) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(op));
+  }
+  cv_.notify_one();
+}
+
+void Completer::loop() {
+  // One communicator's requests complete in issue order, so settling them in that order
+  // completes each as soon as it is done.
+  for (;;) {
+    std::shared_ptr<OpState> op;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    op->settle();
+    op.reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_ = false;
+    if (queue_.empty()) idle_.notify_all();
+  }
+}
+
+WorkCoral::WorkCoral(int rank, ::c10d::OpType type, Tensors outputs, std::shared_ptr<OpState> op,
+                     std::shared_ptr<Completer> completer)
+    : ::c10d::Work(rank, type), outputs_(std::move(outputs)), op_(std::move(op)), completer_(std::move(completer)) {
+  op_->work = this;
+}
+
+WorkCoral::~WorkCoral() {
+  {
+    std::lock_guard<std::mutex> lock(op_->mu);
+    op_->work = nullptr;
+  }
+  // Dropped unwaited (a blocking call's work is always waited): its request still completes.
+  if (op_->claim()) completer_->add(op_);
+}
+
+bool WorkCoral::isCompleted() {
+  if (::c10d::Work::isCompleted()) return true;
+  if (!op_->claim()) return false;
+  if (op_->request) {
+    int ready = 0;
+    const coralResult_t r = coralTest(op_->request, &ready);
+    if (r == coralSuccess && !ready) {
+      std::lock_guard<std::mutex> lock(op_->mu);
+      op_->claimed = false;
+      return false;
+    }
+    op_->request = nullptr;  // done or failed, coralTest freed it either way
+    op_->result = r;
+  }
+  op_->settle();
+  return ::c10d::Work::isCompleted();
+}
+
+bool WorkCoral::wait(std::chrono::milliseconds timeout) {
+  // A bounded wait cannot block in coralWait: the completion thread settles and we wait on it.
+  if (timeout.count() == 0) {  // torch's kNoTimeout
+    if (op_->claim()) op_->settle();
+  } else if (op_->claim()) {
+    completer_->add(op_);
+  }
+  return ::c10d::Work::wait(timeout);
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> WorkCoral::getFuture() {
+  if (op_->claim()) completer_->add(op_);
+  return op_->future;
+}
+
+}  // namespace coral::torch_backend

@@ -1,0 +1,84 @@
+// A returned Work and the completion of its Coral request. The caller that waits runs the
+// request to completion on its own thread (no hand-off: an 8-byte all-reduce's time is mostly
+// thread wake-ups); a future asked for, or a work dropped unwaited, goes to the completion
+// thread instead, so DDP's futures complete even after the work itself is gone.
+#pragma once
+#include <coral/coral.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace coral::torch_backend {
+
+using Tensors = std::vector<at::Tensor>;
+// What an operation needs after Coral finishes it: copy results back into the caller's
+// (non-contiguous, listed or coalesced) tensors. Holds the buffers alive until then.
+using Finish = std::function<void()>;
+
+class WorkCoral;
+
+// One issued request. Exactly one party claims it (the waiting caller, the completion thread or
+// the group's teardown) and settles it: waits, finishes, completes the future and the work.
+struct OpState {
+  std::mutex mu;
+  coralRequest_t request = nullptr;  // null: nothing left to wait for, result says how it ended
+  coralResult_t result = coralSuccess;
+  coralComm_t comm = nullptr;
+  std::string what;
+  Finish finish;
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  Tensors outputs;            // the future's value
+  WorkCoral* work = nullptr;  // cleared by ~WorkCoral, under mu
+  bool claimed = false;
+
+  bool claim();
+  bool is_claimed() {
+    std::lock_guard<std::mutex> lock(mu);
+    return claimed;
+  }
+  void settle();
+};
+
+class Completer {
+ public:
+  Completer();
+  ~Completer();  // drains what it was given, then stops
+  void add(std::shared_ptr<OpState> op);
+  // Returns once everything given so far is settled.
+  void drain();
+
+ private:
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<OpState>> queue_;
+  std::condition_variable idle_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+class WorkCoral : public ::c10d::Work {
+ public:
+  WorkCoral(int rank, ::c10d::OpType type, Tensors outputs, std::shared_ptr<OpState> op,
+            std::shared_ptr<Completer> completer);
+  ~WorkCoral() override;
+  bool isCompleted() override;
+  bool wait(std::chrono::milliseconds timeout) override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  // Marks the work done (error null) or failed; called by OpState::settle.
+  void done(std::exception_ptr error) { finish(error); }
+
+ private:
+  Tensors outputs_;
+  std::shared_ptr<OpState> op_;
+  std::shared_ptr<Completer> completer_;
+};
+
+}  // namespace coral::torch_backend
