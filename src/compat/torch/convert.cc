@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/utils/tensor_dtypes.h>
+#include <torch/version.h>
 
 namespace coral::torch_backend {
 
@@ -29,8 +31,16 @@ coralDataType_t coral_type(const at::Tensor& t, const char* what) {
       return coralFloat32;
     case at::kComplexDouble:
       return coralFloat64;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+    case at::kFloat8_e4m3fn:
+      return coralFloat8e4m3;
+    case at::kFloat8_e5m2:
+      return coralFloat8e5m2;
+#endif
     default:
-      TORCH_CHECK(false, "coral: ", what, " does not support dtype ", t.scalar_type(),
+      // Python's name (torch.int16), the one the caller wrote.
+      TORCH_CHECK(false, "coral: ", what, " does not support dtype torch.",
+                  torch::utils::getDtypeNames(t.scalar_type()).first,
                   " (supported: float16, bfloat16, float32, float64, int8, uint8, int32, int64, bool, complex64, "
                   "complex128)");
   }
