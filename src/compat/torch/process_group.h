@@ -56,6 +56,12 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
                                                  const ::c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> alltoall(Tensors& outputs, Tensors& inputs,
                                             const ::c10d::AllToAllOptions& opts) override;
+#if TORCH_VERSION_MAJOR >= 2
+  c10::intrusive_ptr<::c10d::Work> allgather_into_tensor_coalesced(Tensors& outputs, Tensors& inputs,
+                                                                   const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter_tensor_coalesced(Tensors& outputs, Tensors& inputs,
+                                                                   const ::c10d::ReduceScatterOptions& opts) override;
+#endif
   c10::intrusive_ptr<::c10d::Work> send(Tensors& tensors, int dst, int tag) override;
   c10::intrusive_ptr<::c10d::Work> recv(Tensors& tensors, int src, int tag) override;
   c10::intrusive_ptr<::c10d::Work> recvAnysource(Tensors& tensors, int tag) override;
