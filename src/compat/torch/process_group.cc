@@ -79,10 +79,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   if (sample.defined() && sample.is_cuda()) devices.push_back(sample.device());
   auto op = std::make_shared<OpState>();
   op->comm = comm_;
-  op->what = std::string(what) + " on rank " + std::to_string(getRank()) + " of " + std::to_string(getSize());
+  op->what = what;
+  op->rank = getRank();
+  op->size = getSize();
   op->finish = std::move(finish);
   op->outputs = outputs;
-  op->future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices);
+  static const c10::TypePtr list_of_tensors = c10::ListType::create(c10::TensorType::get());
+  op->future = c10::make_intrusive<c10::ivalue::Future>(list_of_tensors, devices);
   if (!devices.empty()) {
 #ifdef CORAL_TORCH_CUDA
     // Stream-ordered on torch's current stream, as ProcessGroupNCCL: the caller's later kernels

@@ -22,7 +22,9 @@ void OpState::settle() {
     request = nullptr;
   }
   if (result != coralSuccess)
-    error = std::make_exception_ptr(std::runtime_error("coral: " + what + " failed: " + coral_error(comm, result)));
+    error = std::make_exception_ptr(std::runtime_error("coral: " + std::string(what) + " on rank " +
+                                                       std::to_string(rank) + " of " + std::to_string(size) +
+                                                       " failed: " + coral_error(comm, result)));
   if (!error && finish) {
     try {
       finish();

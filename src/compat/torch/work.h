@@ -29,7 +29,8 @@ struct OpState {
   coralRequest_t request = nullptr;  // null: nothing left to wait for, result says how it ended
   coralResult_t result = coralSuccess;
   coralComm_t comm = nullptr;
-  std::string what;
+  const char* what = "";  // a literal, formatted only on failure
+  int rank = 0, size = 0;
   Finish finish;
   c10::intrusive_ptr<c10::ivalue::Future> future;
   Tensors outputs;            // the future's value
