@@ -29,6 +29,16 @@ flags=$(PKG_CONFIG_PATH=$stage pkg-config --cflags --libs coral)
 cc -o "$stage/hello" "$src/examples/hello.c" $flags
 out=$(LD_LIBRARY_PATH=$libdir "$root/bin/coral-run" -n 4 "$stage/hello")
 [ "$(grep -c correct <<<"$out")" -eq 4 ] || { echo "installed hello failed: $out"; exit 1; }
+# The torch backend, when built: the installed package imports with the installed libcoral
+# (through LD_LIBRARY_PATH here, as the staged prefix is not the rpath's) and registers "coral".
+if ls "$build"/src/compat/torch/coral_torch/_C*.so >/dev/null 2>&1; then
+  pkgdir=$(dirname "$(find "$root" -path '*coral_torch/__init__.py' | head -1)")
+  [ "$pkgdir" != . ] && ls "$pkgdir"/_C*.so >/dev/null 2>&1 || { echo "coral_torch not installed"; exit 1; }
+  readelf -d "$pkgdir"/_C*.so | grep -q "$prefix/$(opt libdir)" || { echo "coral_torch's rpath lacks the libdir"; exit 1; }
+  LD_LIBRARY_PATH=$libdir PYTHONPATH=$(dirname "$pkgdir") /usr/bin/python3 -c \
+    'import coral_torch, torch.distributed as d; assert "CORAL" in d.Backend._plugins' ||
+    { echo "installed coral_torch does not register the backend"; exit 1; }
+fi
 extra=$(nm -D --defined-only "$libdir/libcoral.so" | awk '$2 ~ /[TDBVW]/ {print $3}' | grep -v '^coral' | grep -v '^_' || true)
 [ -z "$extra" ] || { echo "libcoral.so exports non-API symbols:"; echo "$extra" | head; exit 1; }
 echo "install ok: $(nm -D --defined-only "$libdir/libcoral.so" | grep -c ' T coral') C API functions exported"
