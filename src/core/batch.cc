@@ -82,9 +82,10 @@ void Communicator::drive(P2PEngine& engine, const std::function<void()>& between
       check_usable();  // aborted meanwhile (coralCommAbort on another thread)
       // A send to this rank itself without its receive (or the reverse) has no peer to check.
       if ((idle & 1023) == 0 && Clock::now() - moved > limit)
-        fail(coralTimeout, fmt::format("point-to-point: rank {} waited {} s with nothing moving (CORAL_TIMEOUT); "
-                                       "a send to or receive from this rank itself without its match?",
-                                       rank_, timeout_s_));
+        fail(coralTimeout,
+             fmt::format("point-to-point: rank {} waited {} s with nothing moving (CORAL_TIMEOUT or timeoutSeconds); "
+                         "a send to or receive from this rank itself without its match?",
+                         rank_, timeout_s_));
     }
   }
   for (auto& d : host_.domains) d->drain(*mon);

@@ -108,7 +108,7 @@ void PeerMonitor::check(int peer) {
   if (!why.empty()) fail(coralRemoteError, fmt::format("{}: {} while rank {} waited for it", what_, why, rank_));
   if (Clock::now() > deadline_)
     fail(coralTimeout, fmt::format("{}: rank {} timed out after {} s waiting for rank {} "
-                                   "(CORAL_TIMEOUT)",
+                                   "(CORAL_TIMEOUT, or the communicator's timeoutSeconds)",
                                    what_, rank_, timeout_s_, peer));
 }
 

@@ -16,6 +16,33 @@ namespace coral::torch_backend {
 
 namespace {
 
+// The profiler's event names, as gloo's and NCCL's ("gloo:all_reduce", "nccl:_all_gather_base").
+const char* profiling_title(const char* what) {
+  static const std::pair<const char*, const char*> titles[] = {
+      {"allreduce", "coral:all_reduce"},
+      {"allreduce_coalesced", "coral:all_reduce_coalesced"},
+      {"broadcast", "coral:broadcast"},
+      {"reduce", "coral:reduce"},
+      {"all_gather", "coral:all_gather"},
+      {"all_gather_into_tensor", "coral:_all_gather_base"},
+      {"all_gather_coalesced", "coral:all_gather_coalesced"},
+      {"allgather_into_tensor_coalesced", "coral:allgather_into_tensor_coalesced"},
+      {"gather", "coral:gather"},
+      {"scatter", "coral:scatter"},
+      {"reduce_scatter", "coral:reduce_scatter"},
+      {"reduce_scatter_tensor", "coral:_reduce_scatter_base"},
+      {"reduce_scatter_tensor_coalesced", "coral:reduce_scatter_tensor_coalesced"},
+      {"all_to_all_single", "coral:all_to_all"},
+      {"all_to_all", "coral:all_to_all"},
+      {"send", "coral:send"},
+      {"recv", "coral:recv"},
+      {"barrier", "coral:barrier"},
+  };
+  for (const auto& [name, title] : titles)
+    if (std::strcmp(name, what) == 0) return title;
+  return nullptr;
+}
+
 constexpr const char* kUidKey = "coral/unique_id";
 
 std::vector<uint8_t> to_bytes(const coralUniqueId& id) {
@@ -77,6 +104,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
                                                         const at::Tensor& sample, const Issue& issue, Finish finish) {
   std::vector<c10::Device> devices;
   if (sample.defined() && sample.is_cuda()) devices.push_back(sample.device());
+  const c10::optional<Tensors> inputs = sample.defined() ? c10::optional<Tensors>(Tensors{sample}) : c10::nullopt;
   auto op = std::make_shared<OpState>();
   op->comm = comm_;
   op->what = what;
@@ -94,7 +122,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     void* stream = at::cuda::getCurrentCUDAStream(sample.device().index()).stream();
     const coralResult_t r = issue(stream, nullptr);
     if (r != coralSuccess) fail(what, r);
-    auto work = c10::make_intrusive<WorkCoral>(getRank(), type, outputs, op, completer_);
+    auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);
     op->claim();
     op->settle();  // the copies back are queued on the stream too
     return work;
@@ -105,7 +133,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   }
   const coralResult_t r = issue(nullptr, &op->request);
   if (r != coralSuccess) fail(what, r);
-  auto work = c10::make_intrusive<WorkCoral>(getRank(), type, outputs, op, completer_);
+  auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);
   std::lock_guard<std::mutex> lock(live_mu_);
   // Requests complete in order: the claimed ones at the front are done with.
   while (!live_.empty()) {

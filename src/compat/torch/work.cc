@@ -21,10 +21,11 @@ void OpState::settle() {
     result = coralWait(request);
     request = nullptr;
   }
+  // "Timed out" as gloo and NCCL say it: torch's own tests and users' scripts match on it.
   if (result != coralSuccess)
-    error = std::make_exception_ptr(std::runtime_error("coral: " + std::string(what) + " on rank " +
-                                                       std::to_string(rank) + " of " + std::to_string(size) +
-                                                       " failed: " + coral_error(comm, result)));
+    error = std::make_exception_ptr(std::runtime_error(
+        std::string(result == coralTimeout ? "Timed out: " : "") + "coral: " + std::string(what) + " on rank " +
+        std::to_string(rank) + " of " + std::to_string(size) + " failed: " + coral_error(comm, result)));
   if (!error && finish) {
     try {
       finish();
@@ -91,9 +92,12 @@ void Completer::loop() {
   }
 }
 
-WorkCoral::WorkCoral(int rank, ::c10d::OpType type, Tensors outputs, std::shared_ptr<OpState> op,
-                     std::shared_ptr<Completer> completer)
-    : ::c10d::Work(rank, type), outputs_(std::move(outputs)), op_(std::move(op)), completer_(std::move(completer)) {
+WorkCoral::WorkCoral(int rank, ::c10d::OpType type, const char* title, const c10::optional<Tensors>& inputs,
+                     Tensors outputs, std::shared_ptr<OpState> op, std::shared_ptr<Completer> completer)
+    : ::c10d::Work(rank, type, title, inputs),
+      outputs_(std::move(outputs)),
+      op_(std::move(op)),
+      completer_(std::move(completer)) {
   op_->work = this;
 }
 

@@ -66,8 +66,9 @@ class Completer {
 
 class WorkCoral : public ::c10d::Work {
  public:
-  WorkCoral(int rank, ::c10d::OpType type, Tensors outputs, std::shared_ptr<OpState> op,
-            std::shared_ptr<Completer> completer);
+  // title: the profiler's name for the call ("coral:all_reduce"), recorded by torch's Work.
+  WorkCoral(int rank, ::c10d::OpType type, const char* title, const c10::optional<Tensors>& inputs, Tensors outputs,
+            std::shared_ptr<OpState> op, std::shared_ptr<Completer> completer);
   ~WorkCoral() override;
   bool isCompleted() override;
   bool wait(std::chrono::milliseconds timeout) override;
