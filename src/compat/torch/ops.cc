@@ -40,10 +40,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::allreduce_coalesced(Tensors&
   coralComm_t c = comm_;
   coralRedOp_t o = op.get();
   Tensors outs = tensors;
-  return run(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, flat,
-             both([=](void* s) { return coralAllReduce(p, p, e.count, e.type, o, c, s); },
-                  [=](coralRequest_t* q) { return coralIAllReduce(p, p, e.count, e.type, o, c, q); }),
-             [flat, outs] { unflatten(flat, 0, outs); });
+  return run(
+      OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, flat,
+      both([=](void* s) { return coralAllReduce(p, p, e.count, e.type, o, c, s); },
+           [=](coralRequest_t* q) { return coralIAllReduce(p, p, e.count, e.type, o, c, q); }),
+      [flat, outs] { unflatten(flat, 0, outs); }, tensors);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::broadcast(Tensors& tensors, const ::c10d::BroadcastOptions& opts) {
@@ -139,10 +140,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::allgather_coalesced(std::vec
   std::vector<Tensors> outs = outputs;
   Tensors all;
   for (const auto& l : outs) all.insert(all.end(), l.begin(), l.end());
-  return run(OpType::ALLGATHER_COALESCED, "all_gather_coalesced", all, in,
-             both([=](void* s) { return coralAllGather(ip, fp, e.count, e.type, c, s); },
-                  [=](coralRequest_t* q) { return coralIAllGather(ip, fp, e.count, e.type, c, q); }),
-             [in, flat, all] { unflatten(flat, 0, all); });
+  return run(
+      OpType::ALLGATHER_COALESCED, "all_gather_coalesced", all, in,
+      both([=](void* s) { return coralAllGather(ip, fp, e.count, e.type, c, s); },
+           [=](coralRequest_t* q) { return coralIAllGather(ip, fp, e.count, e.type, c, q); }),
+      [in, flat, all] { unflatten(flat, 0, all); }, inputs);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::gather(std::vector<Tensors>& outputs, Tensors& inputs,

@@ -20,12 +20,12 @@ namespace {
 const char* profiling_title(const char* what) {
   static const std::pair<const char*, const char*> titles[] = {
       {"allreduce", "coral:all_reduce"},
-      {"allreduce_coalesced", "coral:all_reduce_coalesced"},
+      {"allreduce_coalesced", "coral:all_reduce"},
       {"broadcast", "coral:broadcast"},
       {"reduce", "coral:reduce"},
       {"all_gather", "coral:all_gather"},
       {"all_gather_into_tensor", "coral:_all_gather_base"},
-      {"all_gather_coalesced", "coral:all_gather_coalesced"},
+      {"all_gather_coalesced", "coral:all_gather"},
       {"allgather_into_tensor_coalesced", "coral:allgather_into_tensor_coalesced"},
       {"gather", "coral:gather"},
       {"scatter", "coral:scatter"},
@@ -101,10 +101,13 @@ void ProcessGroupCoral::fail(const char* what, coralResult_t r) const {
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, const char* what, const Tensors& outputs,
-                                                        const at::Tensor& sample, const Issue& issue, Finish finish) {
+                                                        const at::Tensor& sample, const Issue& issue, Finish finish,
+                                                        const Tensors& profiled) {
   std::vector<c10::Device> devices;
   if (sample.defined() && sample.is_cuda()) devices.push_back(sample.device());
-  const c10::optional<Tensors> inputs = sample.defined() ? c10::optional<Tensors>(Tensors{sample}) : c10::nullopt;
+  const c10::optional<Tensors> inputs = !profiled.empty()  ? c10::optional<Tensors>(profiled)
+                                        : sample.defined() ? c10::optional<Tensors>(Tensors{sample})
+                                                           : c10::nullopt;
   auto op = std::make_shared<OpState>();
   op->comm = comm_;
   op->what = what;

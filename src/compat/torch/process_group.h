@@ -71,11 +71,12 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   coralComm_t comm() const { return comm_; }
 
  private:
-  // One Coral operation: issue() starts it on host buffers (returning its request) or, with a
-  // stream, enqueues it stream-ordered (returning no request).
+  // One Coral operation (profiled: the inputs the profiler records, sample alone by default): issue() starts it on host
+  // buffers (returning its request) or, with a stream, enqueues it stream-ordered (returning no request).
   using Issue = std::function<coralResult_t(void* stream, coralRequest_t* request)>;
   c10::intrusive_ptr<::c10d::Work> run(::c10d::OpType type, const char* what, const Tensors& outputs,
-                                       const at::Tensor& sample, const Issue& issue, Finish finish = {});
+                                       const at::Tensor& sample, const Issue& issue, Finish finish = {},
+                                       const Tensors& profiled = {});
   [[noreturn]] void fail(const char* what, coralResult_t r) const;
 
   coralComm_t comm_ = nullptr;

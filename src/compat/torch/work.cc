@@ -24,8 +24,9 @@ void OpState::settle() {
   // "Timed out" as gloo and NCCL say it: torch's own tests and users' scripts match on it.
   if (result != coralSuccess)
     error = std::make_exception_ptr(std::runtime_error(
-        std::string(result == coralTimeout ? "Timed out: " : "") + "coral: " + std::string(what) + " on rank " +
-        std::to_string(rank) + " of " + std::to_string(size) + " failed: " + coral_error(comm, result)));
+        "coral: " + std::string(what) + " on rank " + std::to_string(rank) + " of " + std::to_string(size) +
+        (result == coralTimeout ? " failed: Timed out waiting for the operation: " : " failed: ") +
+        coral_error(comm, result)));
   if (!error && finish) {
     try {
       finish();
