@@ -46,6 +46,15 @@ class WaitMonitor {
   int spin = 20000;                        // polls before sleeping on the futex
   int pause_polls = 1000;                  // of which the first ones only pause; later ones yield the core
   long sleep_slice_ns = 20 * 1000 * 1000;  // shorter when network transports need polling
+  // A background wait (the progress thread's) polls briefly to leave the core to the caller's
+  // computation. While callers block on the result instead (callers_waiting > 0) that core is
+  // idle, and the wait polls as a foreground one: eager_spin and eager_pause_polls.
+  const std::atomic<int>* callers_waiting = nullptr;
+  int eager_spin = 0;
+  int eager_pause_polls = 0;
+  bool eager() const { return callers_waiting && callers_waiting->load(std::memory_order_relaxed) > 0; }
+  int spin_now() const { return eager() ? eager_spin : spin; }
+  int pause_now() const { return eager() ? eager_pause_polls : pause_polls; }
 };
 
 // Sets `at` to `value` for a scope (a monitor's setting for one kind of wait), then puts the old
@@ -69,10 +78,11 @@ class Override {
 template <class Ready>
 void wait_until(WaitMonitor& mon, int peer, std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, Ready ready) {
   if (ready()) return;
-  for (int i = 0; i < mon.spin; ++i) {
+  const int spin = mon.spin_now(), pause_polls = mon.pause_now();
+  for (int i = 0; i < spin; ++i) {
     if (ready()) return;
     if (i % 16 == 15) mon.poll_others(nullptr);
-    if (i < mon.pause_polls)
+    if (i < pause_polls)
       _mm_pause();
     else
       mon.yield_core(peer);  // the peer we wait for may need this core

@@ -240,9 +240,9 @@ coralResult_t coralWait(coralRequest_t request) {
     if (!request) fail(coralInvalidArgument, "request is NULL");
     coralResult_t rc;
     std::string err;
+    request->req->wait_done();
     {
-      std::unique_lock<std::mutex> lock(request->req->mu);
-      request->req->cv.wait(lock, [&] { return request->req->done; });
+      std::lock_guard<std::mutex> lock(request->req->mu);
       rc = request->req->result;
       err = request->req->error;
     }

@@ -97,8 +97,8 @@ void run_members(std::vector<Member>& members) {
     }
   }
   for (auto& [comm, req] : pending) {
-    std::unique_lock<std::mutex> lock(req->mu);
-    req->cv.wait(lock, [&] { return req->done; });
+    req->wait_done();
+    std::lock_guard<std::mutex> lock(req->mu);
     if (req->result != coralSuccess) failed(comm, req->result, req->error);
   }
   if (first != coralSuccess) fail(first, why);

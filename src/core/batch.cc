@@ -47,6 +47,7 @@ std::vector<P2POp> p2p_ops(Request& r) {
 std::shared_ptr<Request> Communicator::submit_group(std::vector<Call> calls) {
   auto req = std::make_shared<Request>();
   req->group = std::move(calls);
+  req->callers_waiting = &callers_waiting_;
   queue_.submit(req);
   return req;
 }

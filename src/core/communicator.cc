@@ -287,6 +287,11 @@ void Communicator::execute(Call& c, bool background, bool device) {
                   collectives::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
                   background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate);
   mon.tag = tag;
+  if (background) {
+    mon.callers_waiting = &callers_waiting_;
+    mon.eager_spin = spin_;
+    mon.eager_pause_polls = pause_polls_;
+  }
   const auto start = trial ? Clock::now() : Clock::time_point{};
   try {
     void* scratch;
@@ -344,15 +349,19 @@ void Communicator::set_last_error(const std::string& msg) {
   last_error_ = msg;
 }
 
-void Communicator::wait_idle() { queue_.wait_idle(); }
+void Communicator::wait_idle() {
+  callers_waiting_.fetch_add(1, std::memory_order_relaxed);
+  queue_.wait_idle();
+  callers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+}
 
 void Communicator::run(Call call) {
   if (is_p2p(call)) {
     // Through the point-to-point engine, so that a send posted earlier with coralISend, or the
     // peer's, cannot hold this one up (batch.cc).
     std::shared_ptr<Request> r = submit(call);
-    std::unique_lock<std::mutex> lock(r->mu);
-    r->cv.wait(lock, [&] { return r->done; });
+    r->wait_done();
+    std::lock_guard<std::mutex> lock(r->mu);
     if (r->result != coralSuccess) fail(r->result, r->error);
     return;
   }
@@ -364,6 +373,7 @@ void Communicator::run(Call call) {
 std::shared_ptr<Request> Communicator::submit(Call call) {
   auto req = std::make_shared<Request>();
   req->call = call;
+  req->callers_waiting = &callers_waiting_;
   queue_.submit(req);
   return req;
 }

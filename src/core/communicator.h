@@ -193,6 +193,9 @@ class Communicator {
   std::vector<std::byte> scratch_;
   int spin_ = 0;
   int pause_polls_ = 0;
+  // Callers blocked on this communicator's queued requests (coralWait, a blocking call behind
+  // them): the progress thread then polls eagerly, the caller's core being idle.
+  std::atomic<int> callers_waiting_{0};
 
   struct PremulSlot {
     bool live = false;

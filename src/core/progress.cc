@@ -78,6 +78,14 @@ void ProgressQueue::loop() {
   }
 }
 
+void Request::wait_done() {
+  std::unique_lock<std::mutex> lock(mu);
+  if (done) return;
+  if (callers_waiting) callers_waiting->fetch_add(1, std::memory_order_relaxed);
+  cv.wait(lock, [&] { return done; });
+  if (callers_waiting) callers_waiting->fetch_sub(1, std::memory_order_relaxed);
+}
+
 PeerMonitor::PeerMonitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
                          double timeout_s, const char* what, int spin_polls, int pause, transport::Domain* cpu_gate)
     : rank_(rank), domain_of_(domain_of), polled_(polled), cpu_gate_(cpu_gate), timeout_s_(timeout_s), what_(what) {

@@ -70,8 +70,11 @@ struct Request {
   std::shared_ptr<gpu::Event> ready;
   bool device = false;  // buffers are device memory
   uint64_t seq = 0;
+  std::atomic<int>* callers_waiting = nullptr;  // the communicator's, counted by whoever waits
 
   void finish(coralResult_t rc, const std::string& err);
+  // Blocks until finish(), counted in callers_waiting meanwhile.
+  void wait_done();
 };
 
 // One progress thread per communicator, started by the first request: requests run in

@@ -20,8 +20,9 @@ void network_wait(WaitMonitor& mon, int peer, const void* self, std::recursive_m
                   Ready ready) {
   // Already there (a free send slot, a message read by an earlier pass): no system call.
   if (ready()) return;
+  const int spin = mon.spin_now();
   for (int i = 0;; ++i) {
-    const bool sleeping = i >= mon.spin;
+    const bool sleeping = i >= spin;
     {
       std::lock_guard<std::recursive_mutex> lock(mu);
       poll();

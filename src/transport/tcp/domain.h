@@ -80,7 +80,7 @@ class TcpDomain : public Domain {
       // Test the state only when a helper changed something, and then under the lock.
       uint32_t seen = events_.load(std::memory_order_acquire) - 1;
       // Yield from the first poll, not pause: the helper this waits for may need this core.
-      Override<int> yield_first(mon.pause_polls, 0);
+      Override<int> yield_first(mon.pause_polls, 0), yield_first_eager(mon.eager_pause_polls, 0);
       wait_until(mon, peer, events_, sleeping_, [&] {
         uint32_t now = events_.load(std::memory_order_acquire);
         if (now == seen) return false;
