@@ -110,6 +110,18 @@ const std::vector<Knob>& knobs() {
               "Polls a waiting rank makes before it yields the core; 0 blocks at once."),
       choice("CORAL_KERNEL", "auto", "auto,scalar,avx2,avx512",
              "CPU reduction kernels (the choice must be supported by the CPU)."),
+      // Read by the MPI interposer (src/compat/mpi), declared here so coral-info lists them.
+      integer("CORAL_MPI", "1", 0, 1, "0: the MPI interposer (coral-mpi) passes every call to MPI unchanged."),
+      list("CORAL_MPI_OPS", "all",
+           "allreduce,reduce,bcast,reduce_scatter_block,reduce_scatter,allgather,allgatherv,alltoall,alltoallv,"
+           "gather,scatter,barrier,all",
+           "MPI collectives the interposer runs on Coral (their non-blocking forms follow); the rest go to MPI."),
+      integer("CORAL_MPI_REPORT", "0", 0, 1,
+              "1: rank 0 prints at MPI_Finalize how many collective calls Coral handled and how many went to "
+              "MPI (with CORAL_DEBUG=INFO, why, by reason)."),
+      choice("CORAL_MPI_ABI", "auto", "auto,ompi,mpich",
+             "Which interposer coral-mpi preloads; auto: from the launcher's environment, else the program's "
+             "libraries."),
   };
   return table;
 }

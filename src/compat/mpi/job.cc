@@ -1,0 +1,145 @@
+// Running one call through Coral, and MPI buffers as bytes.
+#include <cstring>
+
+#include "interpose.h"
+
+namespace coral_mpi {
+
+Comm* Job::admit(Coll coll, MPI_Comm comm, Reason pre) {
+  reap_orphans();
+  Reason why = pre;
+  Comm* c = nullptr;
+  if (enabled(coll, &why) && pre == kHandled) c = comm_for(comm, &why);
+  count(c ? kHandled : why);
+  return c;
+}
+
+std::byte* Job::temp(size_t bytes) {
+  temps_.push_back(std::make_unique<std::byte[]>(bytes ? bytes : 1));
+  return temps_.back().get();
+}
+
+int Job::run(const std::function<coralResult_t(coralRequest_t*)>& issue) {
+  if (!request_) {
+    const coralResult_t r = issue(nullptr);
+    if (r != coralSuccess) return fail(comm_->mpi, call_, r, last_error(comm_));
+    for (auto& f : finish_) f();
+    return MPI_SUCCESS;
+  }
+  auto p = std::make_unique<Pending>();
+  const coralResult_t r = issue(&p->creq);
+  if (r != coralSuccess) {
+    *request_ = MPI_REQUEST_NULL;
+    return fail(comm_->mpi, call_, r, last_error(comm_));
+  }
+  p->mpi = comm_->mpi;
+  p->owner = comm_;
+  p->call = call_;
+  p->temps = std::move(temps_);
+  p->finish = std::move(finish_);
+  return start_request(std::move(p), request_);
+}
+
+namespace {
+
+Layout need_layout(MPI_Datatype type) {
+  Layout l;
+  layout_of(type, &l);  // the callers checked the type already
+  return l;
+}
+
+}  // namespace
+
+Bytes send_view(Job& job, const void* buf, int count, MPI_Datatype type, MPI_Comm comm) {
+  const Layout l = need_layout(type);
+  Bytes b;
+  b.total = static_cast<size_t>(count) * static_cast<size_t>(l.size);
+  if (l.contiguous) {
+    b.ptr = static_cast<std::byte*>(const_cast<void*>(buf)) + l.lb;
+    return b;
+  }
+  b.ptr = job.temp(b.total);
+  int pos = 0;
+  PMPI_Pack(buf, count, type, b.ptr, static_cast<int>(b.total), &pos, comm);
+  return b;
+}
+
+Bytes recv_view(Job& job, void* buf, int count, MPI_Datatype type, MPI_Comm comm) {
+  const Layout l = need_layout(type);
+  Bytes b;
+  b.total = static_cast<size_t>(count) * static_cast<size_t>(l.size);
+  if (l.contiguous) {
+    b.ptr = static_cast<std::byte*>(buf) + l.lb;
+    return b;
+  }
+  std::byte* tmp = b.ptr = job.temp(b.total);
+  const size_t total = b.total;
+  job.then([=] {
+    int pos = 0;
+    PMPI_Unpack(tmp, static_cast<int>(total), &pos, buf, count, type, comm);
+  });
+  return b;
+}
+
+namespace {
+
+// Block j's element count and displacement (in extents), for uniform and v-forms alike.
+struct BlockShape {
+  int count;
+  const int* counts;
+  const int* displs;
+  int n(int j) const { return counts ? counts[j] : count; }
+  long d(int j) const { return displs ? displs[j] : static_cast<long>(j) * count; }
+};
+
+Bytes block_view(Job& job, std::byte* buf, int nblocks, const BlockShape& s, MPI_Datatype type, MPI_Comm comm,
+                 bool receive) {
+  const Layout l = need_layout(type);
+  Bytes b;
+  b.counts.resize(nblocks);
+  b.displs.resize(nblocks);
+  for (int j = 0; j < nblocks; ++j) b.counts[j] = static_cast<size_t>(s.n(j)) * static_cast<size_t>(l.size);
+  if (l.contiguous) {
+    b.ptr = buf + l.lb;
+    for (int j = 0; j < nblocks; ++j) {
+      b.displs[j] = static_cast<size_t>(s.d(j) * l.extent);
+      b.total = std::max(b.total, b.displs[j] + b.counts[j]);
+    }
+    return b;
+  }
+  for (int j = 0; j < nblocks; ++j) {  // packed back to back
+    b.displs[j] = b.total;
+    b.total += b.counts[j];
+  }
+  std::byte* tmp = b.ptr = job.temp(b.total);
+  auto each = [=](bool pack) {
+    for (int j = 0; j < nblocks; ++j) {
+      std::byte* at = buf + s.d(j) * l.extent;
+      int pos = static_cast<int>(b.displs[j]);
+      if (pack)
+        PMPI_Pack(at, s.n(j), type, tmp, static_cast<int>(b.total), &pos, comm);
+      else
+        PMPI_Unpack(tmp, static_cast<int>(b.total), &pos, at, s.n(j), type, comm);
+    }
+  };
+  if (receive)
+    job.then([=] { each(false); });
+  else
+    each(true);
+  return b;
+}
+
+}  // namespace
+
+Bytes send_blocks(Job& job, const void* buf, int nblocks, int count, const int* counts, const int* displs,
+                  MPI_Datatype type, MPI_Comm comm) {
+  return block_view(job, static_cast<std::byte*>(const_cast<void*>(buf)), nblocks, BlockShape{count, counts, displs},
+                    type, comm, false);
+}
+
+Bytes recv_blocks(Job& job, void* buf, int nblocks, int count, const int* counts, const int* displs,
+                  MPI_Datatype type, MPI_Comm comm) {
+  return block_view(job, static_cast<std::byte*>(buf), nblocks, BlockShape{count, counts, displs}, type, comm, true);
+}
+
+}  // namespace coral_mpi
