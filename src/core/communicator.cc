@@ -71,6 +71,10 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   // One record per rank: who it is, and the settings every rank must share.
   bootstrap::Record mine("peer record", rank);
   mine.add("nranks", nranks).add("pid", me.pid).add("host", me.host_id);
+  cpu_set_t my_cpus;
+  CPU_ZERO(&my_cpus);
+  if (sched_getaffinity(0, sizeof my_cpus, &my_cpus) != 0) CPU_SET(0, &my_cpus);
+  mine.add("cpus", &my_cpus, sizeof my_cpus);
   // Where this rank would serve a new rendezvous if a shrink makes it the root (shrink.cc): the
   // socket is bound now, since no store may be left to announce it then.
   rescue_ = std::make_shared<Rescue>();
@@ -87,6 +91,8 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   exchange.publish("info", mine);
   std::vector<transport::PeerInfo>& peers = peers_;
   peers.resize(nranks);
+  cpu_set_t host_cpus;  // the union of the local ranks' affinity masks
+  CPU_ZERO(&host_cpus);
   for (int r = 0; r < nranks; ++r) {
     const bootstrap::Record theirs = exchange.read("info", r, mine.what());
     if (theirs.text("nranks") != std::to_string(nranks))
@@ -97,6 +103,11 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
     rescue_addrs_.push_back(theirs.text("rescue"));
     rescue_secrets_.emplace_back();
     theirs.bytes("rescue secret", rescue_secrets_.back().data(), rescue_secrets_.back().size());
+    if (theirs.text("host") == me.host_id) {
+      cpu_set_t theirs_cpus;
+      theirs.bytes("cpus", &theirs_cpus, sizeof theirs_cpus);
+      CPU_OR(&host_cpus, &host_cpus, &theirs_cpus);
+    }
   }
 
   std::vector<int> others;
@@ -105,11 +116,11 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   host_ = transport::connect_all({store_.get(), prefix, &peers, rank, others, timeout_s_}, transport::Memory::Host,
                                  collectives::kMinInFlight);
   // More ranks here than cores: a waiting rank yields at once, or the peer it waits for may not
-  // get a core for a whole time slice.
+  // get a core for a whole time slice. The cores are those of all local ranks together: a
+  // launcher that binds each rank to a core of its own (mpirun does) is not oversubscribed.
   int local = 0;
   for (const auto& p : peers) local += p.host_id == me.host_id;
-  cpu_set_t cpus;
-  int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  const int ncpu = std::max(1, CPU_COUNT(&host_cpus));
   pause_polls_ = local > ncpu ? 0 : 1000;
   tune.single_host = local == nranks;
   std::map<std::string, int> host_ids;

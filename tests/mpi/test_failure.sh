@@ -1,0 +1,54 @@
+#!/bin/bash
+# A rank of an MPI job under coral-mpi dies or stops: the job must end within Coral's timeout,
+# and (where the launcher does not kill the others first) with Coral's message naming the cause.
+# Usage: test_failure.sh BUILD_DIR
+set -u
+build=$1
+src=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+ran=0
+for abi in ompi mpich; do
+  case $abi in
+    ompi) cc=mpicc.openmpi; run=(mpirun.openmpi --allow-run-as-root --oversubscribe -np 4) ;;
+    mpich) cc=mpicc.mpich; run=(mpirun.mpich -np 4) ;;
+  esac
+  [ -f "$build/src/compat/mpi/libcoral_mpi_$abi.so" ] && command -v $cc >/dev/null || continue
+  $cc -O1 -o "$work/failure_$abi" "$src/failure.c" || { echo "FAIL: $cc failure.c"; exit 1; }
+  for how in kill stop; do
+    ran=$((ran + 1))
+    start=$(date +%s%N)
+    CORAL_TIMEOUT=3 timeout 60 "${run[@]}" "$build/src/compat/mpi/coral-mpi" "$work/failure_$abi" $how \
+      >"$work/out" 2>&1
+    rc=$?
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then
+      echo "FAIL: $abi $how: exit status $rc after ${ms} ms (expected the job to fail, not to pass or hang)"
+      fails=$((fails + 1))
+      continue
+    fi
+    if grep -q 'all-reduces done' "$work/out"; then
+      echo "FAIL: $abi $how: a rank finished its all-reduces without rank 2"
+      fails=$((fails + 1))
+    fi
+    # A stopped rank is noticed by nobody but Coral: the others must say why they fail.
+    # A killed one may be reaped by the launcher first (Hydra kills the job at once).
+    msg=$(grep -m1 'coral-mpi: rank [0-9]*: MPI_Allreduce on Coral failed' "$work/out")
+    if [ -z "$msg" ] && { [ $how = stop ] || [ $abi = ompi ]; }; then
+      echo "FAIL: $abi $how: no rank printed Coral's failure message; output:"
+      head -20 "$work/out"
+      fails=$((fails + 1))
+    elif [ $how = stop ] && ! echo "$msg" | grep -q -i 'timed out\|timeout'; then
+      echo "FAIL: $abi $how: the message does not say it timed out: $msg"
+      fails=$((fails + 1))
+    elif [ $how = kill ] && [ $abi = ompi ] && ! echo "$msg" | grep -q 'rank 2'; then
+      echo "FAIL: $abi $how: the message does not name rank 2: $msg"
+      fails=$((fails + 1))
+    fi
+    echo "$abi $how: ended in ${ms} ms (status $rc): ${msg:-(the launcher ended the job first)}"
+  done
+done
+[ $ran -eq 0 ] && { echo "no MPI interposer built: skipped"; exit 77; }
+[ $fails -eq 0 ] && echo "failure: all passed" || echo "failure: $fails failed"
+exit $((fails > 0))
