@@ -39,6 +39,20 @@ if ls "$build"/src/compat/torch/coral_torch/_C*.so >/dev/null 2>&1; then
     'import coral_torch, torch.distributed as d; assert "CORAL" in d.Backend._plugins' ||
     { echo "installed coral_torch does not register the backend"; exit 1; }
 fi
+# The MPI interposers, when built: installed next to libcoral, found by the installed coral-mpi,
+# and working from there (preloaded by hand, as the staged prefix is not coral-mpi's).
+for abi in ompi mpich; do
+  [ -f "$build/src/compat/mpi/libcoral_mpi_$abi.so" ] || continue
+  [ -f "$libdir/libcoral_mpi_$abi.so" ] || { echo "libcoral_mpi_$abi.so not installed"; exit 1; }
+  [ -x "$root/bin/coral-mpi" ] && grep -q "^libdir=\"$prefix/$(opt libdir)\"" "$root/bin/coral-mpi" ||
+    { echo "coral-mpi not installed, or not pointing at the libdir"; exit 1; }
+  if [ $abi = ompi ] && command -v mpicc.openmpi >/dev/null; then
+    mpicc.openmpi -o "$stage/mpi_app" "$src/tests/mpi/launcher.c"
+    out=$(CORAL_MPI_REPORT=1 mpirun.openmpi --allow-run-as-root --oversubscribe -np 2 \
+          -x LD_LIBRARY_PATH="$libdir" -x LD_PRELOAD="$libdir/libcoral_mpi_ompi.so" "$stage/mpi_app" 2>&1)
+    grep -q 'handled 4 collective calls' <<<"$out" || { echo "installed interposer failed: $out"; exit 1; }
+  fi
+done
 extra=$(nm -D --defined-only "$libdir/libcoral.so" | awk '$2 ~ /[TDBVW]/ {print $3}' | grep -v '^coral' | grep -v '^_' || true)
 [ -z "$extra" ] || { echo "libcoral.so exports non-API symbols:"; echo "$extra" | head; exit 1; }
 echo "install ok: $(nm -D --defined-only "$libdir/libcoral.so" | grep -c ' T coral') C API functions exported"

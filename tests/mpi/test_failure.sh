@@ -16,6 +16,17 @@ for abi in ompi mpich; do
   esac
   [ -f "$build/src/compat/mpi/libcoral_mpi_$abi.so" ] && command -v $cc >/dev/null || continue
   $cc -O1 -o "$work/failure_$abi" "$src/failure.c" || { echo "FAIL: $cc failure.c"; exit 1; }
+  # MPI_ERRORS_RETURN: the failing call returns MPI_ERR_OTHER and MPI_Error_string gives Coral's words.
+  $cc -O1 -o "$work/errors_$abi" "$src/errors.c" || { echo "FAIL: $cc errors.c"; exit 1; }
+  ran=$((ran + 1))
+  out=$(timeout 60 "${run[@]:0:${#run[@]}-1}" 2 "$build/src/compat/mpi/coral-mpi" "$work/errors_$abi" 2>/dev/null)
+  if [ "$(grep -c 'other=1: MPI_Allreduce on Coral failed: invalid usage: .*different counts' <<<"$out")" != 2 ]; then
+    echo "FAIL: $abi MPI_ERRORS_RETURN: wanted MPI_ERR_OTHER and Coral's message on both ranks, got:"
+    echo "$out"
+    fails=$((fails + 1))
+  else
+    echo "$abi MPI_ERRORS_RETURN: $(head -1 <<<"$out")"
+  fi
   for how in kill stop; do
     ran=$((ran + 1))
     start=$(date +%s%N)
