@@ -22,15 +22,8 @@ Reason check_v(MPI_Comm comm, const int* counts, const int* displs) {
 // In place the input is the receive buffer itself; packed types need it packed first.
 void pack_in_place(const Bytes& r, void* rb, int nblocks, int count, const int* counts, const int* displs,
                    MPI_Datatype rt, MPI_Comm comm) {
-  Layout l;
-  layout_of(rt, &l);
-  if (l.contiguous) return;
-  for (int j = 0; j < nblocks; ++j) {
-    int pos = static_cast<int>(r.displs[j]);
-    const long d = displs ? displs[j] : static_cast<long>(j) * count;
-    PMPI_Pack(static_cast<std::byte*>(rb) + d * l.extent, counts ? counts[j] : count, rt, r.ptr,
-              static_cast<int>(r.total), &pos, comm);
-  }
+  for (int j = 0; j < nblocks; ++j)
+    pack_block(r, j, rb, counts ? counts[j] : count, displs ? displs[j] : static_cast<long>(j) * count, rt, comm);
 }
 
 }  // namespace

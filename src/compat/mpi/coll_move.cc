@@ -34,6 +34,21 @@ Reason check_root(MPI_Comm comm, int root) {
   return (size == 0 || root < 0 || root >= size) ? kArgs : kHandled;
 }
 
+// Gather and scatter: the side every rank has (`all`: gather's send, scatter's receive), which
+// the root may replace by MPI_IN_PLACE, and the root's own side.
+Reason rooted(MPI_Comm comm, int root, bool* is_root, bool all_in_place, int all_n, MPI_Datatype all_t, int root_n,
+              MPI_Datatype root_t) {
+  Reason pre = check_root(comm, root);
+  if (pre != kHandled) return pre;
+  int rank = -1;
+  PMPI_Comm_rank(comm, &rank);
+  *is_root = rank == root;
+  const bool in_place = *is_root && all_in_place;
+  if ((!in_place && (all_n < 0 || !valid_type(all_t))) || (*is_root && (root_n < 0 || !valid_type(root_t))))
+    return kArgs;
+  return kHandled;
+}
+
 }  // namespace
 
 int bcast(void* buf, int n, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request* req) {
@@ -50,13 +65,9 @@ int bcast(void* buf, int n, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request
 
 int gather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Datatype rt, int root, MPI_Comm comm,
            MPI_Request* req) {
-  Reason pre = check_root(comm, root);
-  int rank = -1;
-  if (pre == kHandled) PMPI_Comm_rank(comm, &rank);
-  const bool is_root = rank == root;
+  bool is_root = false;
+  const Reason pre = rooted(comm, root, &is_root, sb == MPI_IN_PLACE, sn, st, rn, rt);
   const bool in_place = is_root && sb == MPI_IN_PLACE;
-  if (pre == kHandled && ((!in_place && (sn < 0 || !valid_type(st))) || (is_root && (rn < 0 || !valid_type(rt)))))
-    pre = kArgs;
   Comm* c = Job::admit(kGather, comm, pre);
   if (!c)
     return req ? PMPI_Igather(sb, sn, st, rb, rn, rt, root, comm, req) : PMPI_Gather(sb, sn, st, rb, rn, rt, root, comm);
@@ -71,14 +82,8 @@ int gather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Dataty
     if (!in_place) {
       in = send_view(job, sb, sn, st, comm).ptr;
     } else {
-      Layout l;
-      layout_of(rt, &l);
       in = r.ptr + r.displs[root];
-      if (!l.contiguous) {  // this rank's block, packed where the others land
-        int pos = static_cast<int>(r.displs[root]);
-        PMPI_Pack(static_cast<std::byte*>(rb) + static_cast<MPI_Aint>(root) * rn * l.extent, rn, rt, r.ptr,
-                  static_cast<int>(r.total), &pos, comm);
-      }
+      pack_block(r, root, rb, rn, static_cast<long>(root) * rn, rt, comm);
     }
   } else {
     const Bytes s = send_view(job, sb, sn, st, comm);
@@ -93,13 +98,9 @@ int gather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Dataty
 
 int scatter(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Datatype rt, int root, MPI_Comm comm,
             MPI_Request* req) {
-  Reason pre = check_root(comm, root);
-  int rank = -1;
-  if (pre == kHandled) PMPI_Comm_rank(comm, &rank);
-  const bool is_root = rank == root;
+  bool is_root = false;
+  const Reason pre = rooted(comm, root, &is_root, rb == MPI_IN_PLACE, rn, rt, sn, st);
   const bool in_place = is_root && rb == MPI_IN_PLACE;
-  if (pre == kHandled && ((!in_place && (rn < 0 || !valid_type(rt))) || (is_root && (sn < 0 || !valid_type(st)))))
-    pre = kArgs;
   Comm* c = Job::admit(kScatter, comm, pre);
   if (!c)
     return req ? PMPI_Iscatter(sb, sn, st, rb, rn, rt, root, comm, req)
@@ -139,13 +140,7 @@ int allgather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Dat
   if (!in_place) {
     in = send_view(job, sb, sn, st, comm).ptr;
   } else {
-    Layout l;
-    layout_of(rt, &l);
-    if (!l.contiguous) {
-      int pos = static_cast<int>(r.displs[c->rank]);
-      PMPI_Pack(static_cast<std::byte*>(rb) + static_cast<MPI_Aint>(c->rank) * rn * l.extent, rn, rt, r.ptr,
-                static_cast<int>(r.total), &pos, comm);
-    }
+    pack_block(r, c->rank, rb, rn, static_cast<long>(c->rank) * rn, rt, comm);
   }
   const size_t block = r.counts[0];
   std::byte* out = r.ptr;
@@ -170,13 +165,7 @@ int allgatherv(const void* sb, int sn, MPI_Datatype st, void* rb, const int* rco
   if (!in_place) {
     in = send_view(job, sb, sn, st, comm).ptr;
   } else {
-    Layout l;
-    layout_of(rt, &l);
-    if (!l.contiguous) {
-      int pos = static_cast<int>(r.displs[c->rank]);
-      PMPI_Pack(static_cast<std::byte*>(rb) + displs[c->rank] * l.extent, rcounts[c->rank], rt, r.ptr,
-                static_cast<int>(r.total), &pos, comm);
-    }
+    pack_block(r, c->rank, rb, rcounts[c->rank], displs[c->rank], rt, comm);
   }
   std::byte* out = r.ptr;
   const size_t mine = r.counts[c->rank];

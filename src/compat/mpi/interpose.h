@@ -131,6 +131,9 @@ Bytes send_blocks(Job& job, const void* buf, int nblocks, int count, const int* 
                   MPI_Datatype type, MPI_Comm comm);
 Bytes recv_blocks(Job& job, void* buf, int nblocks, int count, const int* counts, const int* displs,
                   MPI_Datatype type, MPI_Comm comm);
+// In place, block j already lies in the user's buffer (count elements at displ extents); where
+// `view` is a packed copy, it is packed into its place there too.
+void pack_block(const Bytes& view, int j, const void* buf, int count, long displ, MPI_Datatype type, MPI_Comm comm);
 
 // --- requests.cc ---
 // A non-blocking call's Coral request behind an MPI generalized request.

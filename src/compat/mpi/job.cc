@@ -142,4 +142,12 @@ Bytes recv_blocks(Job& job, void* buf, int nblocks, int count, const int* counts
   return block_view(job, static_cast<std::byte*>(buf), nblocks, BlockShape{count, counts, displs}, type, comm, true);
 }
 
+void pack_block(const Bytes& view, int j, const void* buf, int count, long displ, MPI_Datatype type, MPI_Comm comm) {
+  const Layout l = need_layout(type);
+  if (l.contiguous) return;
+  int pos = static_cast<int>(view.displs[j]);
+  PMPI_Pack(static_cast<const std::byte*>(buf) + displ * l.extent, count, type, view.ptr,
+            static_cast<int>(view.total), &pos, comm);
+}
+
 }  // namespace coral_mpi

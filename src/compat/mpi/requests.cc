@@ -110,6 +110,17 @@ int retire_indices(const std::vector<Ours>& ours, int rc, int count, const int* 
   return first != MPI_SUCCESS ? first : rc;
 }
 
+// After PMPI freed every request of the array (Waitall, Testall): as MPI reports errors there.
+int retire_all(const std::vector<Ours>& ours, int rc, MPI_Status* statuses) {
+  int first = MPI_SUCCESS;
+  for (const Ours& o : ours) {
+    const int r = retire(o.handle, MPI_SUCCESS, status_at(statuses, o.index));
+    if (first == MPI_SUCCESS) first = r;
+  }
+  if (first == MPI_SUCCESS) return rc;
+  return statuses == MPI_STATUSES_IGNORE ? first : MPI_ERR_IN_STATUS;
+}
+
 }  // namespace
 
 int start_request(std::unique_ptr<Pending> p, MPI_Request* request) {
@@ -196,14 +207,7 @@ extern "C" int MPI_Waitall(int n, MPI_Request* reqs, MPI_Status* statuses) {
       PMPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);  // for progress: ours keep it false
     }
   }
-  const int rc = PMPI_Waitall(n, reqs, statuses);
-  int first = MPI_SUCCESS;
-  for (const Ours& o : ours) {
-    const int r = retire(o.handle, MPI_SUCCESS, status_at(statuses, o.index));
-    if (first == MPI_SUCCESS) first = r;
-  }
-  if (first == MPI_SUCCESS) return rc;
-  return statuses == MPI_STATUSES_IGNORE ? first : MPI_ERR_IN_STATUS;
+  return retire_all(ours, PMPI_Waitall(n, reqs, statuses), statuses);
 }
 
 extern "C" int MPI_Testall(int n, MPI_Request* reqs, int* flag, MPI_Status* statuses) {
@@ -211,14 +215,7 @@ extern "C" int MPI_Testall(int n, MPI_Request* reqs, int* flag, MPI_Status* stat
   if (ours.empty()) return PMPI_Testall(n, reqs, flag, statuses);
   progress_all(ours);
   const int rc = PMPI_Testall(n, reqs, flag, statuses);
-  if (!*flag) return rc;
-  int first = MPI_SUCCESS;
-  for (const Ours& o : ours) {
-    const int r = retire(o.handle, MPI_SUCCESS, status_at(statuses, o.index));
-    if (first == MPI_SUCCESS) first = r;
-  }
-  if (first == MPI_SUCCESS) return rc;
-  return statuses == MPI_STATUSES_IGNORE ? first : MPI_ERR_IN_STATUS;
+  return *flag ? retire_all(ours, rc, statuses) : rc;
 }
 
 extern "C" int MPI_Waitany(int n, MPI_Request* reqs, int* index, MPI_Status* status) {
