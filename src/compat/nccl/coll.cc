@@ -1,0 +1,188 @@
+// Collectives, point-to-point, groups, PreMulSum, buffer registration and memory. NCCL's
+// dtype, op and result values are Coral's, so arguments pass through; Coral checks them and
+// says what was wrong.
+#include <vector>
+
+#include "shim.h"
+
+namespace coral_nccl {
+
+namespace {
+
+thread_local int t_depth = 0;
+thread_local std::vector<ncclComm_t> t_inits;  // blocking creations started in this group
+
+coralDataType_t dt(ncclDataType_t t) { return static_cast<coralDataType_t>(t); }
+coralRedOp_t op(ncclRedOp_t o) { return static_cast<coralRedOp_t>(o); }
+
+#define CHECK_COMM(fn)                                          \
+  if (ncclResult_t bad = usable(comm, fn); bad != ncclSuccess) \
+    return bad;
+
+}  // namespace
+
+bool in_group() { return t_depth > 0; }
+void group_track_init(ncclComm_t comm) { t_inits.push_back(comm); }
+
+}  // namespace coral_nccl
+
+using namespace coral_nccl;
+
+extern "C" {
+
+ncclResult_t ncclAllReduce(const void* s, void* r, size_t n, ncclDataType_t t, ncclRedOp_t o, ncclComm_t comm,
+                           cudaStream_t stream) {
+  CHECK_COMM("ncclAllReduce")
+  return from(coralAllReduce(s, r, n, dt(t), op(o), comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclReduce(const void* s, void* r, size_t n, ncclDataType_t t, ncclRedOp_t o, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+  CHECK_COMM("ncclReduce")
+  return from(coralReduce(s, r, n, dt(t), op(o), root, comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclBroadcast(const void* s, void* r, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+  CHECK_COMM("ncclBroadcast")
+  return from(coralBroadcast(s, r, n, dt(t), root, comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclBcast(void* buf, size_t n, ncclDataType_t t, int root, ncclComm_t comm, cudaStream_t stream) {
+  CHECK_COMM("ncclBcast")
+  return from(coralBroadcast(buf, buf, n, dt(t), root, comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclReduceScatter(const void* s, void* r, size_t n, ncclDataType_t t, ncclRedOp_t o, ncclComm_t comm,
+                               cudaStream_t stream) {
+  CHECK_COMM("ncclReduceScatter")
+  return from(coralReduceScatter(s, r, n, dt(t), op(o), comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclAllGather(const void* s, void* r, size_t n, ncclDataType_t t, ncclComm_t comm, cudaStream_t stream) {
+  CHECK_COMM("ncclAllGather")
+  return from(coralAllGather(s, r, n, dt(t), comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclAlltoAll(const void* s, void* r, size_t n, ncclDataType_t t, ncclComm_t comm, cudaStream_t stream) {
+  CHECK_COMM("ncclAlltoAll")
+  return from(coralAllToAll(s, r, n, dt(t), comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclGather(const void* s, void* r, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+  CHECK_COMM("ncclGather")
+  return from(coralGather(s, r, n, dt(t), root, comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclScatter(const void* s, void* r, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
+                         cudaStream_t stream) {
+  CHECK_COMM("ncclScatter")
+  return from(coralScatter(s, r, n, dt(t), root, comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclSend(const void* s, size_t n, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
+  CHECK_COMM("ncclSend")
+  return from(coralSend(s, n, dt(t), peer, comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclRecv(void* r, size_t n, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
+  CHECK_COMM("ncclRecv")
+  return from(coralRecv(r, n, dt(t), peer, comm->coral, stream), comm->coral);
+}
+
+ncclResult_t ncclGroupStart() {
+  ++t_depth;
+  return from(coralGroupStart(), nullptr);
+}
+
+ncclResult_t ncclGroupEnd() {
+  if (t_depth == 0) return fail(ncclInvalidUsage, "ncclGroupEnd: no ncclGroupStart to end");
+  const ncclResult_t r = from(coralGroupEnd(), nullptr);
+  if (--t_depth > 0) return r;
+  // The communicators this group created meet now: all their ranks have been started.
+  std::vector<ncclComm_t> inits;
+  inits.swap(t_inits);
+  ncclResult_t first = r;
+  for (ncclComm_t c : inits) {
+    coralResult_t state = coralInProgress;
+    while (state == coralInProgress && coralCommGetAsyncError(c->coral, &state) == coralSuccess) {
+    }
+    if (state != coralSuccess && first == ncclSuccess) first = from(state, c->coral);
+    usable(c, "ncclGroupEnd");
+  }
+  return first;
+}
+
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
+  return fail(ncclInvalidUsage, "ncclGroupSimulateEnd: Coral does not simulate groups (its tuner prices calls "
+                                "itself); end the group with ncclGroupEnd");
+}
+
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* o, void* scalar, ncclDataType_t t, ncclScalarResidence_t res,
+                                      ncclComm_t comm) {
+  CHECK_COMM("ncclRedOpCreatePreMulSum")
+  if (!o) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op is NULL");
+  coralRedOp_t c = coralSum;
+  const coralResult_t r =
+      coralRedOpCreatePreMulSum(&c, scalar, dt(t), static_cast<coralScalarResidence_t>(res), comm->coral);
+  *o = static_cast<ncclRedOp_t>(c);
+  return from(r, comm->coral);
+}
+
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t o, ncclComm_t comm) {
+  CHECK_COMM("ncclRedOpDestroy")
+  return from(coralRedOpDestroy(op(o), comm->coral), comm->coral);
+}
+
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  CHECK_COMM("ncclCommRegister")
+  return from(coralCommRegister(comm->coral, buff, size, handle), comm->coral);
+}
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  CHECK_COMM("ncclCommDeregister")
+  return from(coralCommDeregister(comm->coral, handle), comm->coral);
+}
+
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (!ptr) return fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+  return from(coralDeviceMalloc(ptr, size), nullptr);
+}
+
+ncclResult_t ncclMemFree(void* ptr) { return from(coralDeviceFree(ptr), nullptr); }
+
+ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t* win, int) {
+  if (win) *win = nullptr;
+  return fail(ncclInvalidUsage, "ncclCommWindowRegister: Coral has no symmetric-memory windows; use "
+                                "ncclCommRegister for zero-copy buffers");
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
+  return fail(ncclInvalidUsage, "ncclCommWindowDeregister: Coral has no symmetric-memory windows");
+}
+
+}  // extern "C"
+
+CORAL_NCCL_ALIAS(ncclAllReduce)
+CORAL_NCCL_ALIAS(ncclReduce)
+CORAL_NCCL_ALIAS(ncclBroadcast)
+CORAL_NCCL_ALIAS(ncclBcast)
+CORAL_NCCL_ALIAS(ncclReduceScatter)
+CORAL_NCCL_ALIAS(ncclAllGather)
+CORAL_NCCL_ALIAS(ncclAlltoAll)
+CORAL_NCCL_ALIAS(ncclGather)
+CORAL_NCCL_ALIAS(ncclScatter)
+CORAL_NCCL_ALIAS(ncclSend)
+CORAL_NCCL_ALIAS(ncclRecv)
+CORAL_NCCL_ALIAS(ncclGroupStart)
+CORAL_NCCL_ALIAS(ncclGroupEnd)
+CORAL_NCCL_ALIAS(ncclGroupSimulateEnd)
+CORAL_NCCL_ALIAS(ncclRedOpCreatePreMulSum)
+CORAL_NCCL_ALIAS(ncclRedOpDestroy)
+CORAL_NCCL_ALIAS(ncclCommRegister)
+CORAL_NCCL_ALIAS(ncclCommDeregister)
+CORAL_NCCL_ALIAS(ncclMemAlloc)
+CORAL_NCCL_ALIAS(ncclMemFree)
+CORAL_NCCL_ALIAS(ncclCommWindowRegister)
+CORAL_NCCL_ALIAS(ncclCommWindowDeregister)

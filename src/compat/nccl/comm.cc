@@ -1,0 +1,308 @@
+// Communicators: creation (blocking, non-blocking, in groups, several per process), split,
+// shrink, teardown, and the questions NCCL callers ask of them.
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "shim.h"
+
+namespace coral_nccl {
+
+namespace {
+
+thread_local std::string t_last_error;
+
+ncclComm_t make(coralComm_t c, bool blocking) {
+  auto* comm = new ncclComm;
+  comm->coral = c;
+  comm->blocking = blocking;
+  int gpus = 0;
+  if (coralDeviceCount(&gpus) == coralSuccess && gpus > 0) coralDeviceGet(&comm->device);
+  return comm;
+}
+
+// Rank and size, once Coral's communicator exists (a non-blocking one asks again later).
+void learn(ncclComm_t comm) {
+  if (comm->nranks > 0) return;
+  coralResult_t state = coralSuccess;
+  if (coralCommGetAsyncError(comm->coral, &state) != coralSuccess || state != coralSuccess) return;
+  coralCommCount(comm->coral, &comm->nranks);
+  coralCommUserRank(comm->coral, &comm->rank);
+}
+
+ncclResult_t init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config,
+                  const char* fn) {
+  if (!out) return fail(ncclInvalidArgument, std::string(fn) + ": comm is NULL");
+  *out = nullptr;
+  coralConfig_t cc = CORAL_CONFIG_INITIALIZER;
+  bool blocking = true;
+  if (ncclResult_t r = config_from(config, &cc, &blocking, fn); r != ncclSuccess) return r;
+  // In a group the ranks of one process meet at ncclGroupEnd: creation starts now, in the
+  // background, and the group's end waits for it.
+  const bool grouped = in_group();
+  cc.blocking = (blocking && !grouped) ? 1 : 0;
+  coralUniqueId cid;
+  static_assert(sizeof cid == sizeof id, "NCCL's and Coral's unique ids have one size");
+  std::memcpy(&cid, &id, sizeof cid);
+  coralComm_t c = nullptr;
+  const coralResult_t r = coralCommInitRankConfig(&c, nranks, cid, rank, &cc);
+  if (r != coralSuccess && r != coralInProgress) return from(r, nullptr);
+  ncclComm_t comm = make(c, blocking);
+  *out = comm;
+  if (grouped && blocking) group_track_init(comm);
+  learn(comm);
+  return r == coralInProgress ? ncclInProgress : ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t fail(ncclResult_t result, const std::string& message) {
+  t_last_error = message;
+  return result;
+}
+
+ncclResult_t from(coralResult_t r, coralComm_t comm) {
+  if (r == coralSuccess || r == coralInProgress) return static_cast<ncclResult_t>(r);
+  const char* m = coralGetLastError(comm);
+  t_last_error = m && *m ? m : coralGetErrorString(r);
+  if (r == coralTimeout) return ncclSystemError;  // NCCL has no timeout code; the message says
+  return static_cast<ncclResult_t>(r);
+}
+
+ncclResult_t usable(ncclComm_t comm, const char* fn) {
+  if (!comm) return fail(ncclInvalidArgument, std::string(fn) + ": comm is NULL");
+  if (comm->revoked) return fail(ncclInvalidUsage, std::string(fn) + ": the communicator was revoked");
+  learn(comm);
+  return ncclSuccess;
+}
+
+ncclResult_t config_from(const ncclConfig_t* in, coralConfig_t* out, bool* blocking, const char* fn) {
+  if (!in) return ncclSuccess;
+  if (in->size < offsetof(ncclConfig_t, cgaClusterSize) || in->magic != 0xcafebeef || in->version < 21400)
+    return fail(ncclInvalidArgument, std::string(fn) +
+                                         ": config was not initialised with NCCL_CONFIG_INITIALIZER (size, magic "
+                                         "or version wrong)");
+  if (in->blocking != NCCL_CONFIG_UNDEF_INT) {
+    if (in->blocking != 0 && in->blocking != 1)
+      return fail(ncclInvalidArgument, std::string(fn) + ": config.blocking must be 0 or 1, not " +
+                                           std::to_string(in->blocking));
+    *blocking = in->blocking == 1;
+  }
+  (void)out;  // the other fields tune NCCL's kernels; Coral has its own tuner
+  return ncclSuccess;
+}
+
+}  // namespace coral_nccl
+
+using namespace coral_nccl;
+
+extern "C" {
+
+ncclResult_t ncclGetVersion(int* version) {
+  if (!version) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
+  *version = NCCL_VERSION_CODE;  // the header this library was built against
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  if (!id) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+  coralUniqueId cid;
+  const coralResult_t r = coralGetUniqueId(&cid);
+  std::memcpy(id, &cid, sizeof cid);
+  return from(r, nullptr);
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
+  return init(comm, nranks, id, rank, config, "ncclCommInitRankConfig");
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  return init(comm, nranks, id, rank, nullptr, "ncclCommInitRank");
+}
+
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int nId, ncclUniqueId* ids,
+                                      ncclConfig_t* config) {
+  if (nId < 1 || !ids) return fail(ncclInvalidArgument, "ncclCommInitRankScalable: needs nId >= 1 unique ids");
+  // Coral's rendezvous is one store; every rank was handed the same list, so the first serves.
+  return init(comm, nranks, ids[0], rank, config, "ncclCommInitRankScalable");
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  if (!comms) return fail(ncclInvalidArgument, "ncclCommInitAll: comm is NULL");
+  if (ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: ndev must be at least 1, not " + std::to_string(ndev));
+  int count = 0;
+  coralDeviceCount(&count);
+  for (int i = 0; i < ndev; ++i) {
+    const int dev = devlist ? devlist[i] : i;
+    // Several communicators may share a GPU (Coral's ranks are independent of devices).
+    if (dev < 0 || (count > 0 && dev >= count))
+      return fail(ncclInvalidArgument, "ncclCommInitAll: device " + std::to_string(dev) + " does not exist (" +
+                                           std::to_string(count) + " GPUs)");
+  }
+  ncclUniqueId id;
+  if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) return r;
+  std::vector<ncclResult_t> results(ndev, ncclSuccess);
+  std::vector<std::string> errors(ndev);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ndev; ++i)
+    threads.emplace_back([&, i] {
+      const int dev = devlist ? devlist[i] : i;
+      if (count > 0) coralDeviceSet(dev);
+      results[i] = init(&comms[i], ndev, id, i, nullptr, "ncclCommInitAll");
+      if (results[i] != ncclSuccess) errors[i] = ncclGetLastError(nullptr);
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < ndev; ++i)
+    if (results[i] != ncclSuccess) {
+      for (int j = 0; j < ndev; ++j)
+        if (comms[j]) ncclCommAbort(comms[j]), comms[j] = nullptr;
+      return fail(results[i], errors[i]);
+    }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  if (!newcomm) return fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+  *newcomm = nullptr;
+  if (!comm) return fail(ncclInvalidArgument, "ncclCommSplit: comm is NULL");
+  coralConfig_t cc = CORAL_CONFIG_INITIALIZER;
+  bool blocking = comm->blocking;
+  if (ncclResult_t r = config_from(config, &cc, &blocking, "ncclCommSplit"); r != ncclSuccess) return r;
+  coralComm_t c = nullptr;
+  const coralResult_t r = coralCommSplit(comm->coral, color, key, &c);
+  if (r != coralSuccess) return from(r, comm->coral);
+  if (c) {
+    *newcomm = make(c, blocking);
+    learn(*newcomm);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclComm_t* newcomm, ncclConfig_t* config,
+                            int flags) {
+  if (!newcomm) return fail(ncclInvalidArgument, "ncclCommShrink: newcomm is NULL");
+  *newcomm = nullptr;
+  if (!comm) return fail(ncclInvalidArgument, "ncclCommShrink: comm is NULL");
+  if (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT)
+    return fail(ncclInvalidArgument, "ncclCommShrink: shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT");
+  coralConfig_t cc = CORAL_CONFIG_INITIALIZER;
+  bool blocking = comm->blocking;
+  if (ncclResult_t r = config_from(config, &cc, &blocking, "ncclCommShrink"); r != ncclSuccess) return r;
+  // Coral's shrink works on a failed parent whatever was in flight, so both flags mean the same.
+  coralComm_t c = nullptr;
+  const coralResult_t r = coralCommShrink(comm->coral, exclude, nexclude, &c);
+  if (r != coralSuccess) return from(r, comm->coral);
+  *newcomm = make(c, blocking);
+  learn(*newcomm);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (!comm) return fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
+  if (comm->revoked) return fail(ncclInvalidUsage, "ncclCommFinalize: the communicator was revoked");
+  return ncclSuccess;  // ncclCommDestroy waits for this rank's operations
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (!comm) return ncclSuccess;  // as NCCL
+  const coralResult_t r = coralCommDestroy(comm->coral);
+  delete comm;
+  return from(r, nullptr);
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (!comm) return ncclSuccess;
+  const coralResult_t r = coralCommAbort(comm->coral);
+  delete comm;
+  return from(r, nullptr);
+}
+
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
+  if (!comm) return fail(ncclInvalidArgument, "ncclCommRevoke: comm is NULL");
+  if (flags != NCCL_REVOKE_DEFAULT) return fail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags must be 0");
+  comm->revoked = true;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
+  if (!comm || !error) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm or asyncError is NULL");
+  coralResult_t state = coralSuccess;
+  const coralResult_t r = coralCommGetAsyncError(comm->coral, &state);
+  if (r != coralSuccess) return from(r, comm->coral);
+  *error = state == coralTimeout ? ncclSystemError : static_cast<ncclResult_t>(state);
+  if (state != coralSuccess && state != coralInProgress) from(state, comm->coral);
+  learn(comm);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  if (!comm || !count) return fail(ncclInvalidArgument, "ncclCommCount: comm or count is NULL");
+  return from(coralCommCount(comm->coral, count), comm->coral);
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (!comm || !rank) return fail(ncclInvalidArgument, "ncclCommUserRank: comm or rank is NULL");
+  return from(coralCommUserRank(comm->coral, rank), comm->coral);
+}
+
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  if (!comm || !device) return fail(ncclInvalidArgument, "ncclCommCuDevice: comm or device is NULL");
+  *device = comm->device < 0 ? 0 : comm->device;
+  return ncclSuccess;
+}
+
+const char* ncclGetErrorString(ncclResult_t r) {
+  switch (r) {
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError:
+      return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
+  }
+}
+
+const char* ncclGetLastError(ncclComm_t) { return t_last_error.c_str(); }
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+void ncclResetDebugInit() {}
+#pragma GCC diagnostic pop
+
+}  // extern "C"
+
+CORAL_NCCL_ALIAS(ncclGetVersion)
+CORAL_NCCL_ALIAS(ncclGetUniqueId)
+CORAL_NCCL_ALIAS(ncclCommInitRankConfig)
+CORAL_NCCL_ALIAS(ncclCommInitRank)
+CORAL_NCCL_ALIAS(ncclCommInitRankScalable)
+CORAL_NCCL_ALIAS(ncclCommInitAll)
+CORAL_NCCL_ALIAS(ncclCommSplit)
+CORAL_NCCL_ALIAS(ncclCommShrink)
+CORAL_NCCL_ALIAS(ncclCommFinalize)
+CORAL_NCCL_ALIAS(ncclCommDestroy)
+CORAL_NCCL_ALIAS(ncclCommAbort)
+CORAL_NCCL_ALIAS(ncclCommRevoke)
+CORAL_NCCL_ALIAS(ncclCommGetAsyncError)
+CORAL_NCCL_ALIAS(ncclCommCount)
+CORAL_NCCL_ALIAS(ncclCommUserRank)
+CORAL_NCCL_ALIAS(ncclCommCuDevice)
+CORAL_NCCL_ALIAS(ncclGetErrorString)
+CORAL_NCCL_ALIAS(ncclGetLastError)
+// Deprecated in the header, exported all the same: a program linked against an older NCCL calls it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+CORAL_NCCL_ALIAS(ncclResetDebugInit)
+#pragma GCC diagnostic pop
