@@ -27,6 +27,19 @@ mpich=(mpirun.mpich -np 3)
 have_ompi=0 have_mpich=0
 [ -f "$build/src/compat/mpi/libcoral_mpi_ompi.so" ] && mpicc.openmpi -o "$work/app_ompi" "$src/launcher.c" && have_ompi=1
 [ -f "$build/src/compat/mpi/libcoral_mpi_mpich.so" ] && mpicc.mpich -o "$work/app_mpich" "$src/launcher.c" && have_mpich=1
+# What each library exports: the MPI entry points (Fortran's too for Open MPI), nothing else.
+for abi in ompi mpich; do
+  lib="$build/src/compat/mpi/libcoral_mpi_$abi.so"
+  [ -f "$lib" ] || continue
+  syms=$(nm -D --defined-only "$lib" | awk '{print $3}')
+  want="MPI_Allreduce MPI_Ialltoall MPI_Waitall MPI_Finalize MPI_Error_string"
+  [ $abi = ompi ] && want="$want mpi_allreduce_ mpi_allreduce__ mpi_allreduce MPI_ALLREDUCE mpi_waitall_ mpi_finalize_"
+  for s in $want; do
+    grep -qx "$s" <<<"$syms" || { echo "FAIL: libcoral_mpi_$abi.so does not export $s"; fails=$((fails + 1)); }
+  done
+  other=$(grep -v -E '^(MPI_|mpi_)' <<<"$syms" | head -3)
+  [ -z "$other" ] || { echo "FAIL: libcoral_mpi_$abi.so exports $other"; fails=$((fails + 1)); }
+done
 export CORAL_MPI_REPORT=1
 if [ $have_ompi = 1 ]; then
   check "ompi: coral-mpi handles all four" 'handled 4 collective calls, passed 0 to MPI' \
