@@ -67,10 +67,17 @@ note "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noh
 note "$(nvcc --version 2>/dev/null | tail -1)"
 
 export build=${GPU_BUILD_DIR:-build-gpu}
+# nccl.h for the drop-in libnccl.so.2: the toolkit's, else the one torch's NCCL wheel carries.
+nccl_include() {
+  for d in /usr/local/cuda/include "$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) + "/include")' 2>/dev/null)"; do
+    [ -n "$d" ] && [ -f "$d/nccl.h" ] && { echo "$d"; return; }
+  done
+}
+export -f nccl_include
 configure() {
   [ -f "$build/build.ninja" ] || meson setup "$build" -Dcuda=enabled -Dgpu_arch="${GPU_ARCH:-90}" -Dtests=false \
     -Dbench=true -Dtrainer=disabled -Dhwloc=disabled -Ducx=disabled -Dibverbs=disabled -Dmpi=disabled \
-    -Dtorch=auto -Dpython="$(command -v python3)" || return 1
+    -Dtorch=auto -Dpython="$(command -v python3)" -Dnccl_include="$(nccl_include)" || return 1
   # The core targets alone: a torch extension that does not build for this torch must not stop
   # the other checks (it is built, and reported, in its own step below).
   ninja -C "$build" tests/gpu/gpu_kernels_check bench/coral-kernel-bw tools/coral-run/coral-run tests/gpu/mp_device \
@@ -112,6 +119,35 @@ if ls "$build"/src/compat/torch/coral_torch/_C*.so >/dev/null 2>&1; then
   grep -h "failure\|FAIL" "$out/torch_cuda.txt" | tee -a "$summary"
 else
   note "[SKIP] torch_cuda: the build found no torch for $(command -v python3)"
+fi
+
+# NVIDIA's nccl-tests against the drop-in libnccl.so.2, results checked (-c 1): one rank, then
+# two ranks on the one GPU when an MPI is there (real NCCL refuses that). The source travels in
+# the git-ignored .nccl-tests/ (fetched from NVIDIA/nccl-tests).
+if [ -d .nccl-tests/src ] && ninja -C "$build" src/compat/nccl/libnccl.so.2 >"$out/nccl_shim_build.txt" 2>&1; then
+  home=$(mktemp -d)
+  mkdir -p "$home/include" "$home/lib"
+  cp "$(nccl_include)/nccl.h" "$home/include/"
+  ln -s "$PWD/$build/src/compat/nccl/libnccl.so.2" "$home/lib/libnccl.so"
+  ln -s "$PWD/$build/src/compat/nccl/libnccl.so.2" "$home/lib/libnccl.so.2"
+  nt=$PWD/$build/nccl-tests
+  step nccl_tests_build 240 make -C .nccl-tests/src -j16 BUILDDIR="$nt" NCCL_HOME="$home" \
+    CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")" NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90"
+  for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
+    [ -x "$nt/${t}_perf" ] || continue
+    step "nccl_$t" $(lim 60 30) env LD_LIBRARY_PATH="$home/lib:$LD_LIBRARY_PATH" "$nt/${t}_perf" -b 8 -e 64M -f 8 -c 1 -g 1
+    grep -h "Out of bounds values\|wrong\|# Avg bus" "$out/nccl_$t.txt" | sed "s/^/nccl_$t: /" | tee -a "$summary"
+  done
+  if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
+    step nccl_tests_build_mpi 240 make -C .nccl-tests/src -j16 MPI=1 MPI_HOME="$(dirname "$(dirname "$(command -v mpicc)")")" \
+      NAME_SUFFIX=_mpi BUILDDIR="$nt" NCCL_HOME="$home" CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")" \
+      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90"
+    [ -x "$nt/all_reduce_perf_mpi" ] && step nccl_all_reduce_2ranks $(lim 90 45) mpirun --allow-run-as-root \
+      --oversubscribe -np 2 -x NCCL_TESTS_DEVICE=0 -x LD_LIBRARY_PATH="$home/lib:$LD_LIBRARY_PATH" \
+      "$nt/all_reduce_perf_mpi" -b 8 -e 64M -f 8 -c 1 -g 1
+  fi
+else
+  note "[SKIP] nccl-tests: no .nccl-tests/ source or the drop-in did not build (see nccl_shim_build.txt)"
 fi
 
 note "total $(( $(date +%s) - start ))s, $([ $status -eq 0 ] && echo 'all passed' || echo 'FAILURES above')"
