@@ -33,8 +33,7 @@ int alltoall(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Data
   const bool in_place = sb == MPI_IN_PLACE;
   Reason pre = (rn < 0 || !valid_type(rt) || (!in_place && (sn < 0 || !valid_type(st)))) ? kArgs : kHandled;
   Comm* c = Job::admit(kAlltoall, comm, pre);
-  if (!c)
-    return req ? PMPI_Ialltoall(sb, sn, st, rb, rn, rt, comm, req) : PMPI_Alltoall(sb, sn, st, rb, rn, rt, comm);
+  if (!c) return req ? PMPI_Ialltoall(sb, sn, st, rb, rn, rt, comm, req) : PMPI_Alltoall(sb, sn, st, rb, rn, rt, comm);
   Job job(c, req ? "MPI_Ialltoall" : "MPI_Alltoall", req);
   const Bytes r = recv_blocks(job, rb, c->size, rn, nullptr, nullptr, rt, comm);
   const std::byte* in = r.ptr;
@@ -96,8 +95,8 @@ int MPI_Ialltoall(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI
                   MPI_Request* req) {
   return alltoall(sb, sn, st, rb, rn, rt, comm, req);
 }
-int MPI_Alltoallv(const void* sb, const int* scounts, const int* sdispls, MPI_Datatype st, void* rb,
-                  const int* rcounts, const int* rdispls, MPI_Datatype rt, MPI_Comm comm) {
+int MPI_Alltoallv(const void* sb, const int* scounts, const int* sdispls, MPI_Datatype st, void* rb, const int* rcounts,
+                  const int* rdispls, MPI_Datatype rt, MPI_Comm comm) {
   return alltoallv(sb, scounts, sdispls, st, rb, rcounts, rdispls, rt, comm, nullptr);
 }
 int MPI_Ialltoallv(const void* sb, const int* scounts, const int* sdispls, MPI_Datatype st, void* rb,

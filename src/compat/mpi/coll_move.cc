@@ -70,7 +70,8 @@ int gather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Dataty
   const bool in_place = is_root && sb == MPI_IN_PLACE;
   Comm* c = Job::admit(kGather, comm, pre);
   if (!c)
-    return req ? PMPI_Igather(sb, sn, st, rb, rn, rt, root, comm, req) : PMPI_Gather(sb, sn, st, rb, rn, rt, root, comm);
+    return req ? PMPI_Igather(sb, sn, st, rb, rn, rt, root, comm, req)
+               : PMPI_Gather(sb, sn, st, rb, rn, rt, root, comm);
   Job job(c, req ? "MPI_Igather" : "MPI_Gather", req);
   const std::byte* in = nullptr;
   std::byte* out = nullptr;
@@ -153,8 +154,8 @@ int allgather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Dat
 int allgatherv(const void* sb, int sn, MPI_Datatype st, void* rb, const int* rcounts, const int* displs,
                MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
   const bool in_place = sb == MPI_IN_PLACE;
-  Reason pre = (!valid_type(rt) || (!in_place && (sn < 0 || !valid_type(st)))) ? kArgs
-                                                                                 : check_counts(comm, rcounts, displs);
+  Reason pre =
+      (!valid_type(rt) || (!in_place && (sn < 0 || !valid_type(st)))) ? kArgs : check_counts(comm, rcounts, displs);
   Comm* c = Job::admit(kAllgatherv, comm, pre);
   if (!c)
     return req ? PMPI_Iallgatherv(sb, sn, st, rb, rcounts, displs, rt, comm, req)
@@ -196,8 +197,8 @@ int MPI_Igather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_D
 int MPI_Scatter(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Datatype rt, int root, MPI_Comm comm) {
   return scatter(sb, sn, st, rb, rn, rt, root, comm, nullptr);
 }
-int MPI_Iscatter(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Datatype rt, int root,
-                 MPI_Comm comm, MPI_Request* req) {
+int MPI_Iscatter(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Datatype rt, int root, MPI_Comm comm,
+                 MPI_Request* req) {
   return scatter(sb, sn, st, rb, rn, rt, root, comm, req);
 }
 int MPI_Allgather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Datatype rt, MPI_Comm comm) {

@@ -11,7 +11,8 @@ namespace {
 // The input a reduction reads: the send buffer, or for logical ops its 0/1 copy in `out` (the
 // receive buffer where that is big enough, else a temporary).
 const void* input(Job& job, const Reduction& r, const void* in, void* out) {
-  if (!r.normalize) return in;
+  // One rank: MPI applies no op, so its logical "reduction" hands the input back as it is.
+  if (!r.normalize || job.comm()->size == 1) return in;
   void* dst = out ? out : job.temp(r.bytes);
   normalize(in, dst, r.bytes / static_cast<size_t>(r.elem), r.elem);
   return dst;
@@ -35,8 +36,7 @@ int reduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, int root,
   Reduction r;
   Reason pre = map_reduction(t, op, n, &r);
   int size = 0;
-  if (pre == kHandled && comm != MPI_COMM_NULL && (PMPI_Comm_size(comm, &size), root < 0 || root >= size))
-    pre = kArgs;
+  if (pre == kHandled && comm != MPI_COMM_NULL && (PMPI_Comm_size(comm, &size), root < 0 || root >= size)) pre = kArgs;
   Comm* c = Job::admit(kReduce, comm, pre);
   if (!c) return req ? PMPI_Ireduce(sb, rb, n, t, op, root, comm, req) : PMPI_Reduce(sb, rb, n, t, op, root, comm);
   Job job(c, req ? "MPI_Ireduce" : "MPI_Reduce", req);
@@ -50,8 +50,7 @@ int reduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, int root,
   });
 }
 
-int reduce_scatter_block(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-                         MPI_Request* req) {
+int reduce_scatter_block(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   Reduction r;
   Comm* c = Job::admit(kReduceScatterBlock, comm, map_reduction(t, op, n, &r));
   if (!c)
@@ -66,8 +65,8 @@ int reduce_scatter_block(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op
   const bool in_place = sb == MPI_IN_PLACE;
   const void* src = in_place ? rb : sb;
   const void* in = input(job, whole, src, (in_place && whole.normalize) ? rb : nullptr);
-  std::byte* out = in_place ? static_cast<std::byte*>(const_cast<void*>(in)) + r.bytes * c->rank
-                            : static_cast<std::byte*>(rb);
+  std::byte* out =
+      in_place ? static_cast<std::byte*>(const_cast<void*>(in)) + r.bytes * c->rank : static_cast<std::byte*>(rb);
   if (in_place && out != rb) job.then([=] { std::memmove(rb, out, r.bytes); });
   return job.run([&](coralRequest_t* q) {
     return q ? coralIReduceScatter(in, out, r.count, r.dtype, r.op, c->coral, q)
@@ -90,7 +89,8 @@ int reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Datatype t, 
   }
   Comm* c = Job::admit(kReduceScatter, comm, pre);
   if (!c)
-    return req ? PMPI_Ireduce_scatter(sb, rb, counts, t, op, comm, req) : PMPI_Reduce_scatter(sb, rb, counts, t, op, comm);
+    return req ? PMPI_Ireduce_scatter(sb, rb, counts, t, op, comm, req)
+               : PMPI_Reduce_scatter(sb, rb, counts, t, op, comm);
   Job job(c, req ? "MPI_Ireduce_scatter" : "MPI_Reduce_scatter", req);
   const size_t per = r.count / static_cast<size_t>(total ? total : 1);  // Coral elements per MPI element
   std::vector<size_t> ccounts(size);
@@ -126,8 +126,7 @@ int MPI_Iallreduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, M
 int MPI_Reduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm) {
   return reduce(sb, rb, n, t, op, root, comm, nullptr);
 }
-int MPI_Ireduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm,
-                MPI_Request* req) {
+int MPI_Ireduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm, MPI_Request* req) {
   return reduce(sb, rb, n, t, op, root, comm, req);
 }
 int MPI_Reduce_scatter_block(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {

@@ -20,8 +20,7 @@ CORAL_FORTRAN(mpi_ireduce, MPI_IREDUCE, (void* s, void* r, F* n, F* t, F* o, F* 
 CORAL_FORTRAN(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK, (void* s, void* r, F* n, F* t, F* o, F* c, F* e),
               *e = reduce_scatter_block(buf(s), buf(r), *n, type(t), op(o), comm(c), nullptr))
 CORAL_FORTRAN(mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK,
-              (void* s, void* r, F* n, F* t, F* o, F* c, F* q, F* e),
-              *e = with_request(q, [&](MPI_Request* x) {
+              (void* s, void* r, F* n, F* t, F* o, F* c, F* q, F* e), *e = with_request(q, [&](MPI_Request* x) {
                 return reduce_scatter_block(buf(s), buf(r), *n, type(t), op(o), comm(c), x);
               }))
 CORAL_FORTRAN(mpi_reduce_scatter, MPI_REDUCE_SCATTER, (void* s, void* r, F* counts, F* t, F* o, F* c, F* e),
@@ -36,8 +35,7 @@ CORAL_FORTRAN(mpi_iallgather, MPI_IALLGATHER, (void* s, F* sn, F* st, void* r, F
               *e = with_request(q, [&](MPI_Request* x) {
                 return allgather(buf(s), *sn, type(st), buf(r), *rn, type(rt), comm(c), x);
               }))
-CORAL_FORTRAN(mpi_allgatherv, MPI_ALLGATHERV,
-              (void* s, F* sn, F* st, void* r, F* counts, F* displs, F* rt, F* c, F* e),
+CORAL_FORTRAN(mpi_allgatherv, MPI_ALLGATHERV, (void* s, F* sn, F* st, void* r, F* counts, F* displs, F* rt, F* c, F* e),
               *e = allgatherv(buf(s), *sn, type(st), buf(r), counts, displs, type(rt), comm(c), nullptr))
 CORAL_FORTRAN(mpi_alltoall, MPI_ALLTOALL, (void* s, F* sn, F* st, void* r, F* rn, F* rt, F* c, F* e),
               *e = alltoall(buf(s), *sn, type(st), buf(r), *rn, type(rt), comm(c), nullptr))
@@ -45,13 +43,12 @@ CORAL_FORTRAN(mpi_ialltoall, MPI_IALLTOALL, (void* s, F* sn, F* st, void* r, F* 
               *e = with_request(q, [&](MPI_Request* x) {
                 return alltoall(buf(s), *sn, type(st), buf(r), *rn, type(rt), comm(c), x);
               }))
-CORAL_FORTRAN(mpi_alltoallv, MPI_ALLTOALLV,
-              (void* s, F* sc, F* sd, F* st, void* r, F* rc, F* rd, F* rt, F* c, F* e),
+CORAL_FORTRAN(mpi_alltoallv, MPI_ALLTOALLV, (void* s, F* sc, F* sd, F* st, void* r, F* rc, F* rd, F* rt, F* c, F* e),
               *e = alltoallv(buf(s), sc, sd, type(st), buf(r), rc, rd, type(rt), comm(c), nullptr))
 CORAL_FORTRAN(mpi_gather, MPI_GATHER, (void* s, F* sn, F* st, void* r, F* rn, F* rt, F* root, F* c, F* e),
               *e = gather(buf(s), *sn, type(st), buf(r), *rn, type(rt), *root, comm(c), nullptr))
 CORAL_FORTRAN(mpi_scatter, MPI_SCATTER, (void* s, F* sn, F* st, void* r, F* rn, F* rt, F* root, F* c, F* e),
               *e = scatter(buf(s), *sn, type(st), buf(r), *rn, type(rt), *root, comm(c), nullptr))
-CORAL_FORTRAN(mpi_barrier, MPI_BARRIER, (F* c, F* e), *e = barrier(comm(c), nullptr))
-CORAL_FORTRAN(mpi_ibarrier, MPI_IBARRIER, (F* c, F* q, F* e),
+CORAL_FORTRAN(mpi_barrier, MPI_BARRIER, (F * c, F* e), *e = barrier(comm(c), nullptr))
+CORAL_FORTRAN(mpi_ibarrier, MPI_IBARRIER, (F * c, F* q, F* e),
               *e = with_request(q, [&](MPI_Request* x) { return barrier(comm(c), x); }))

@@ -5,10 +5,10 @@
 
 #include "interpose.h"
 
-#define CORAL_FORTRAN(lower, upper, params, body)  \
-  extern "C" void lower##_ params { body; }        \
-  extern "C" void lower##__ params { body; }       \
-  extern "C" void lower params { body; }           \
+#define CORAL_FORTRAN(lower, upper, params, body) \
+  extern "C" void lower##_ params { body; }       \
+  extern "C" void lower##__ params { body; }      \
+  extern "C" void lower params { body; }          \
   extern "C" void upper params { body; }
 
 // Open MPI's Fortran MPI_IN_PLACE, MPI_BOTTOM and MPI_STATUS(ES)_IGNORE are common blocks that

@@ -52,18 +52,18 @@ void to_fortran(int* idx, int count) {
 
 }  // namespace
 
-CORAL_FORTRAN(mpi_wait, MPI_WAIT, (F* q, F* s, F* e), *e = one(q, s, MPI_Wait))
-CORAL_FORTRAN(mpi_test, MPI_TEST, (F* q, F* flag, F* s, F* e), *e = test_one(q, flag, s))
-CORAL_FORTRAN(mpi_waitall, MPI_WAITALL, (F* n, F* q, F* s, F* e),
+CORAL_FORTRAN(mpi_wait, MPI_WAIT, (F * q, F* s, F* e), *e = one(q, s, MPI_Wait))
+CORAL_FORTRAN(mpi_test, MPI_TEST, (F * q, F* flag, F* s, F* e), *e = test_one(q, flag, s))
+CORAL_FORTRAN(mpi_waitall, MPI_WAITALL, (F * n, F* q, F* s, F* e),
               *e = on_array(*n, q, s, [&](MPI_Request* r, MPI_Status* st) { return MPI_Waitall(*n, r, st); }))
-CORAL_FORTRAN(mpi_testall, MPI_TESTALL, (F* n, F* q, F* flag, F* s, F* e),
+CORAL_FORTRAN(mpi_testall, MPI_TESTALL, (F * n, F* q, F* flag, F* s, F* e),
               *e = on_array(*n, q, s, [&](MPI_Request* r, MPI_Status* st) {
                 int f = 0;
                 const int rc = MPI_Testall(*n, r, &f, st);
                 *flag = f;
                 return rc;
               }))
-CORAL_FORTRAN(mpi_waitany, MPI_WAITANY, (F* n, F* q, F* idx, F* s, F* e),
+CORAL_FORTRAN(mpi_waitany, MPI_WAITANY, (F * n, F* q, F* idx, F* s, F* e),
               *e = on_array(*n, q, mpi_fortran_statuses_ignore_, [&](MPI_Request* r, MPI_Status*) {
                 MPI_Status st;
                 const int rc = MPI_Waitany(*n, r, idx, ignored(s) ? MPI_STATUS_IGNORE : &st);
@@ -71,7 +71,7 @@ CORAL_FORTRAN(mpi_waitany, MPI_WAITANY, (F* n, F* q, F* idx, F* s, F* e),
                 to_fortran(idx, 1);
                 return rc;
               }))
-CORAL_FORTRAN(mpi_testany, MPI_TESTANY, (F* n, F* q, F* idx, F* flag, F* s, F* e),
+CORAL_FORTRAN(mpi_testany, MPI_TESTANY, (F * n, F* q, F* idx, F* flag, F* s, F* e),
               *e = on_array(*n, q, mpi_fortran_statuses_ignore_, [&](MPI_Request* r, MPI_Status*) {
                 MPI_Status st;
                 int f = 0;
@@ -81,32 +81,32 @@ CORAL_FORTRAN(mpi_testany, MPI_TESTANY, (F* n, F* q, F* idx, F* flag, F* s, F* e
                 to_fortran(idx, 1);
                 return rc;
               }))
-CORAL_FORTRAN(mpi_waitsome, MPI_WAITSOME, (F* n, F* q, F* out, F* idx, F* s, F* e),
+CORAL_FORTRAN(mpi_waitsome, MPI_WAITSOME, (F * n, F* q, F* out, F* idx, F* s, F* e),
               *e = on_array(*n, q, s, [&](MPI_Request* r, MPI_Status* st) {
                 const int rc = MPI_Waitsome(*n, r, out, idx, st);
                 if (*out != MPI_UNDEFINED) to_fortran(idx, *out);
                 return rc;
               }))
-CORAL_FORTRAN(mpi_testsome, MPI_TESTSOME, (F* n, F* q, F* out, F* idx, F* s, F* e),
+CORAL_FORTRAN(mpi_testsome, MPI_TESTSOME, (F * n, F* q, F* out, F* idx, F* s, F* e),
               *e = on_array(*n, q, s, [&](MPI_Request* r, MPI_Status* st) {
                 const int rc = MPI_Testsome(*n, r, out, idx, st);
                 if (*out != MPI_UNDEFINED) to_fortran(idx, *out);
                 return rc;
               }))
-CORAL_FORTRAN(mpi_request_free, MPI_REQUEST_FREE, (F* q, F* e), {
+CORAL_FORTRAN(mpi_request_free, MPI_REQUEST_FREE, (F * q, F* e), {
   MPI_Request r = PMPI_Request_f2c(*q);
   *e = MPI_Request_free(&r);
   *q = PMPI_Request_c2f(r);
 })
-CORAL_FORTRAN(mpi_request_get_status, MPI_REQUEST_GET_STATUS, (F* q, F* flag, F* s, F* e), {
+CORAL_FORTRAN(mpi_request_get_status, MPI_REQUEST_GET_STATUS, (F * q, F* flag, F* s, F* e), {
   MPI_Status st;
   int f = 0;
   *e = MPI_Request_get_status(PMPI_Request_f2c(*q), &f, ignored(s) ? MPI_STATUS_IGNORE : &st);
   *flag = f;
   if (f && !ignored(s)) PMPI_Status_c2f(&st, s);
 })
-CORAL_FORTRAN(mpi_cancel, MPI_CANCEL, (F* q, F* e), {
+CORAL_FORTRAN(mpi_cancel, MPI_CANCEL, (F * q, F* e), {
   MPI_Request r = PMPI_Request_f2c(*q);
   *e = MPI_Cancel(&r);
 })
-CORAL_FORTRAN(mpi_finalize, MPI_FINALIZE, (F* e), *e = MPI_Finalize())
+CORAL_FORTRAN(mpi_finalize, MPI_FINALIZE, (F * e), *e = MPI_Finalize())

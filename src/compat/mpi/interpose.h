@@ -35,13 +35,13 @@ enum Coll : int {
 // Why a call went to MPI (CORAL_MPI_REPORT at INFO lists them).
 enum Reason : int {
   kHandled = -1,
-  kOff,         // CORAL_MPI=0
-  kNotListed,   // not in CORAL_MPI_OPS
-  kInterComm,   // intercommunicator
-  kType,        // a datatype Coral cannot reduce exactly (derived, 16-bit, long double...)
-  kOp,          // user-defined op, MAXLOC/MINLOC, or an op the datatype does not allow
-  kArgs,        // arguments MPI should judge (negative count, null handles)
-  kCoralInit,   // Coral could not create a communicator for this one
+  kOff,        // CORAL_MPI=0
+  kNotListed,  // not in CORAL_MPI_OPS
+  kInterComm,  // intercommunicator
+  kType,       // a datatype Coral cannot reduce exactly (derived, 16-bit, long double...)
+  kOp,         // user-defined op, MAXLOC/MINLOC, or an op the datatype does not allow
+  kArgs,       // arguments MPI should judge (negative count, null handles)
+  kCoralInit,  // Coral could not create a communicator for this one
   kNumReasons
 };
 
@@ -129,8 +129,8 @@ Bytes send_view(Job& job, const void* buf, int count, MPI_Datatype type, MPI_Com
 Bytes recv_view(Job& job, void* buf, int count, MPI_Datatype type, MPI_Comm comm);
 Bytes send_blocks(Job& job, const void* buf, int nblocks, int count, const int* counts, const int* displs,
                   MPI_Datatype type, MPI_Comm comm);
-Bytes recv_blocks(Job& job, void* buf, int nblocks, int count, const int* counts, const int* displs,
-                  MPI_Datatype type, MPI_Comm comm);
+Bytes recv_blocks(Job& job, void* buf, int nblocks, int count, const int* counts, const int* displs, MPI_Datatype type,
+                  MPI_Comm comm);
 // In place, block j already lies in the user's buffer (count elements at displ extents); where
 // `view` is a packed copy, it is packed into its place there too.
 void pack_block(const Bytes& view, int j, const void* buf, int count, long displ, MPI_Datatype type, MPI_Comm comm);
@@ -156,8 +156,7 @@ void complete_all();  // MPI_Finalize: every Coral request still running is wait
 // --- coll_reduce.cc, coll_move.cc: the calls, blocking (request == nullptr) or not ---
 int allreduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request* req);
 int reduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm, MPI_Request* req);
-int reduce_scatter_block(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-                         MPI_Request* req);
+int reduce_scatter_block(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request* req);
 int reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
                    MPI_Request* req);
 int bcast(void* buf, int n, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request* req);

@@ -137,8 +137,8 @@ Bytes send_blocks(Job& job, const void* buf, int nblocks, int count, const int* 
                     type, comm, false);
 }
 
-Bytes recv_blocks(Job& job, void* buf, int nblocks, int count, const int* counts, const int* displs,
-                  MPI_Datatype type, MPI_Comm comm) {
+Bytes recv_blocks(Job& job, void* buf, int nblocks, int count, const int* counts, const int* displs, MPI_Datatype type,
+                  MPI_Comm comm) {
   return block_view(job, static_cast<std::byte*>(buf), nblocks, BlockShape{count, counts, displs}, type, comm, true);
 }
 
@@ -146,8 +146,8 @@ void pack_block(const Bytes& view, int j, const void* buf, int count, long displ
   const Layout l = need_layout(type);
   if (l.contiguous) return;
   int pos = static_cast<int>(view.displs[j]);
-  PMPI_Pack(static_cast<const std::byte*>(buf) + displ * l.extent, count, type, view.ptr,
-            static_cast<int>(view.total), &pos, comm);
+  PMPI_Pack(static_cast<const std::byte*>(buf) + displ * l.extent, count, type, view.ptr, static_cast<int>(view.total),
+            &pos, comm);
 }
 
 }  // namespace coral_mpi

@@ -14,8 +14,8 @@ namespace {
 
 std::mutex g_mu;
 std::unordered_map<MPI_Request, std::unique_ptr<Pending>> g_pending;  // by the user's handle
-std::vector<std::unique_ptr<Pending>> g_orphans;                       // MPI_Request_free'd, running
-std::atomic<int> g_live{0};     // g_pending.size(): MPI's own requests skip the lock when 0
+std::vector<std::unique_ptr<Pending>> g_orphans;                      // MPI_Request_free'd, running
+std::atomic<int> g_live{0};      // g_pending.size(): MPI's own requests skip the lock when 0
 std::atomic<int> g_orphaned{0};  // g_orphans.size()
 
 int query_fn(void*, MPI_Status* status) {

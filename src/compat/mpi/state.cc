@@ -13,12 +13,16 @@ namespace coral_mpi {
 
 namespace {
 
-const char* const kCollNames[kNumColls] = {"allreduce", "reduce",    "bcast",     "reduce_scatter_block",
+const char* const kCollNames[kNumColls] = {"allreduce",      "reduce",    "bcast",      "reduce_scatter_block",
                                            "reduce_scatter", "allgather", "allgatherv", "alltoall",
-                                           "alltoallv", "gather",    "scatter",   "barrier"};
-const char* const kReasonNames[kNumReasons] = {
-    "CORAL_MPI=0", "not in CORAL_MPI_OPS", "intercommunicator", "datatype", "op", "arguments for MPI to check",
-    "Coral communicator not created"};
+                                           "alltoallv",      "gather",    "scatter",    "barrier"};
+const char* const kReasonNames[kNumReasons] = {"CORAL_MPI=0",
+                                               "not in CORAL_MPI_OPS",
+                                               "intercommunicator",
+                                               "datatype",
+                                               "op",
+                                               "arguments for MPI to check",
+                                               "Coral communicator not created"};
 
 struct Knobs {
   bool on = true;
@@ -48,9 +52,11 @@ const Knobs& knobs() {
       for (int i = 0; i < kNumColls; ++i)
         if (word == "all" || word == kCollNames[i]) k.colls[i] = known = true;
       if (!known && !word.empty())  // a typo would silently slow a job down: say so once
-        std::fprintf(stderr, "coral-mpi: CORAL_MPI_OPS names '%s', which is not one of allreduce, reduce, "
+        std::fprintf(stderr,
+                     "coral-mpi: CORAL_MPI_OPS names '%s', which is not one of allreduce, reduce, "
                      "bcast, reduce_scatter_block, reduce_scatter, allgather, allgatherv, alltoall, alltoallv, "
-                     "gather, scatter, barrier, all; ignored\n", word.c_str());
+                     "gather, scatter, barrier, all; ignored\n",
+                     word.c_str());
       start = end + 1;
     }
     return k;
@@ -60,8 +66,8 @@ const Knobs& knobs() {
 
 std::atomic<long> g_counts[kNumReasons + 1];  // [0]: handled; [1 + r]: passed for reason r
 
-std::mutex g_mu;              // guards g_live and the keyval's creation
-std::vector<Comm*> g_live;    // communicators with a Coral twin, for MPI_Finalize
+std::mutex g_mu;            // guards g_live and the keyval's creation
+std::vector<Comm*> g_live;  // communicators with a Coral twin, for MPI_Finalize
 std::atomic<int> g_keyval{MPI_KEYVAL_INVALID};
 std::atomic<unsigned> g_generation{0};  // bumped when a Comm goes: per-thread caches drop it
 
@@ -180,8 +186,7 @@ void shutdown() {
   if (k.report && world_rank == 0) {
     long passed = 0;
     for (int r = 0; r < kNumReasons; ++r) passed += g_counts[r + 1].load();
-    std::fprintf(stderr, "coral-mpi: handled %ld collective calls, passed %ld to MPI\n", g_counts[0].load(),
-                 passed);
+    std::fprintf(stderr, "coral-mpi: handled %ld collective calls, passed %ld to MPI\n", g_counts[0].load(), passed);
     if (k.info)
       for (int r = 0; r < kNumReasons; ++r)
         if (long n = g_counts[r + 1].load())

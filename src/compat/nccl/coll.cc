@@ -15,9 +15,8 @@ thread_local std::vector<ncclComm_t> t_inits;  // blocking creations started in 
 coralDataType_t dt(ncclDataType_t t) { return static_cast<coralDataType_t>(t); }
 coralRedOp_t op(ncclRedOp_t o) { return static_cast<coralRedOp_t>(o); }
 
-#define CHECK_COMM(fn)                                          \
-  if (ncclResult_t bad = usable(comm, fn); bad != ncclSuccess) \
-    return bad;
+#define CHECK_COMM(fn) \
+  if (ncclResult_t bad = usable(comm, fn); bad != ncclSuccess) return bad;
 
 }  // namespace
 
@@ -106,8 +105,7 @@ ncclResult_t ncclGroupEnd() {
   ncclResult_t first = r;
   for (ncclComm_t c : inits) {
     coralResult_t state = coralInProgress;
-    while (state == coralInProgress && coralCommGetAsyncError(c->coral, &state) == coralSuccess) {
-    }
+    while (state == coralInProgress && coralCommGetAsyncError(c->coral, &state) == coralSuccess) {}
     if (state != coralSuccess && first == ncclSuccess) first = from(state, c->coral);
     usable(c, "ncclGroupEnd");
   }
@@ -115,8 +113,9 @@ ncclResult_t ncclGroupEnd() {
 }
 
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
-  return fail(ncclInvalidUsage, "ncclGroupSimulateEnd: Coral does not simulate groups (its tuner prices calls "
-                                "itself); end the group with ncclGroupEnd");
+  return fail(ncclInvalidUsage,
+              "ncclGroupSimulateEnd: Coral does not simulate groups (its tuner prices calls "
+              "itself); end the group with ncclGroupEnd");
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* o, void* scalar, ncclDataType_t t, ncclScalarResidence_t res,
@@ -154,8 +153,9 @@ ncclResult_t ncclMemFree(void* ptr) { return from(coralDeviceFree(ptr), nullptr)
 
 ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t* win, int) {
   if (win) *win = nullptr;
-  return fail(ncclInvalidUsage, "ncclCommWindowRegister: Coral has no symmetric-memory windows; use "
-                                "ncclCommRegister for zero-copy buffers");
+  return fail(ncclInvalidUsage,
+              "ncclCommWindowRegister: Coral has no symmetric-memory windows; use "
+              "ncclCommRegister for zero-copy buffers");
 }
 
 ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {

@@ -84,8 +84,8 @@ ncclResult_t config_from(const ncclConfig_t* in, coralConfig_t* out, bool* block
                                          "or version wrong)");
   if (in->blocking != NCCL_CONFIG_UNDEF_INT) {
     if (in->blocking != 0 && in->blocking != 1)
-      return fail(ncclInvalidArgument, std::string(fn) + ": config.blocking must be 0 or 1, not " +
-                                           std::to_string(in->blocking));
+      return fail(ncclInvalidArgument,
+                  std::string(fn) + ": config.blocking must be 0 or 1, not " + std::to_string(in->blocking));
     *blocking = in->blocking == 1;
   }
   (void)out;  // the other fields tune NCCL's kernels; Coral has its own tuner
@@ -129,7 +129,8 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, in
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   if (!comms) return fail(ncclInvalidArgument, "ncclCommInitAll: comm is NULL");
-  if (ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: ndev must be at least 1, not " + std::to_string(ndev));
+  if (ndev < 1)
+    return fail(ncclInvalidArgument, "ncclCommInitAll: ndev must be at least 1, not " + std::to_string(ndev));
   int count = 0;
   coralDeviceCount(&count);
   for (int i = 0; i < ndev; ++i) {

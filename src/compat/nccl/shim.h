@@ -12,9 +12,9 @@ struct ncclComm {
   coralComm_t coral = nullptr;
   int rank = -1;
   int nranks = 0;
-  int device = -1;        // the current GPU at init (ncclCommCuDevice)
-  bool blocking = true;   // config.blocking
-  bool revoked = false;   // ncclCommRevoke: only destroy, split and shrink remain
+  int device = -1;       // the current GPU at init (ncclCommCuDevice)
+  bool blocking = true;  // config.blocking
+  bool revoked = false;  // ncclCommRevoke: only destroy, split and shrink remain
 };
 
 namespace coral_nccl {
