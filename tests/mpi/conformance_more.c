@@ -1,0 +1,247 @@
+/* The conformance test's buffers, the data-movement calls, sub-communicators, requests mixed
+ * with MPI's own, and calls that must pass through to MPI (see conformance.c). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+Pair pair_new(size_t bytes) {
+  Pair p = {malloc(bytes + 64), malloc(bytes + 64), bytes + 64};
+  return p;
+}
+
+void pair_free(Pair* p) {
+  free(p->a);
+  free(p->b);
+}
+
+static void put(unsigned char* at, const Type* t, long v) {
+  switch (t->kind) {
+    case kFloat:
+      if (t->size == 4) {
+        float f = (float)v;
+        memcpy(at, &f, 4);
+      } else {
+        double d = (double)v;
+        memcpy(at, &d, 8);
+      }
+      return;
+    case kBool:
+      *at = v != 0;
+      return;
+    default: {
+      int64_t x = v; /* little-endian: the low bytes are the value in any width */
+      memcpy(at, &x, (size_t)t->size);
+    }
+  }
+}
+
+void pair_fill(Pair* p, const Type* t, int n, int rank, int salt, bool product) {
+  memset(p->a, 0xa5, p->bytes); /* what no call may leave different */
+  for (int i = 0; i < n; ++i) {
+    long v;
+    if (product)
+      v = (rank < 3 && (i + rank + salt) % 3 == 0) ? 2 : 1;
+    else if (t->kind == kBool)
+      v = (i * 5 + rank * 3 + salt) % 3 != 0;
+    else
+      v = (i * 5 + rank * 3 + salt) % 11 - ((t->kind == kSigned || t->kind == kFloat) ? 5 : 0);
+    put(p->a + (size_t)i * t->size, t, v);
+  }
+  memcpy(p->b, p->a, p->bytes);
+}
+
+void pair_check(const Pair* p, size_t bytes, const char* what) {
+  ++g_checks;
+  if (memcmp(p->a, p->b, bytes) == 0) return;
+  size_t i = 0;
+  while (p->a[i] == p->b[i]) ++i;
+  if (++g_failures <= 10)
+    printf("FAIL rank %d: %s: byte %zu is 0x%02x, MPI gives 0x%02x\n", g_rank, what, i, p->a[i], p->b[i]);
+}
+
+/* Every data-movement call on n elements of t per block, in and out of place. */
+void movement(MPI_Comm comm, int n, const Type* t) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const size_t block = (size_t)n * t->size, all = block * size;
+  Pair send = pair_new(all), recv = pair_new(all);
+  char what[160];
+  const int root = size - 1;
+  int* counts = malloc(sizeof(int) * size * 4);
+  int *displs = counts + size, *scounts = counts + 2 * size, *sdispls = counts + 3 * size;
+  int at = 0;
+  for (int j = 0; j < size; ++j) { /* uneven blocks, in reverse order, with gaps */
+    counts[j] = n > 0 ? n - (j % 2) : 0;
+    displs[size - 1 - j] = at;
+    at += n;
+  }
+  for (int j = 0; j < size; ++j) scounts[j] = n > 0 ? n - ((rank + j) % 2) : 0, sdispls[j] = j * n;
+  for (int j = 0; j < size; ++j) counts[j] = n > 0 ? n - ((j + rank * 0) % 2) : 0;
+  MPI_Request q;
+#define BOTH(label, call_a, call_b, check_bytes)                  \
+  do {                                                            \
+    snprintf(what, sizeof what, "%s %s n=%d", label, t->name, n); \
+    call_a;                                                       \
+    call_b;                                                       \
+    pair_check(&recv, check_bytes, what);                         \
+  } while (0)
+#define FILL(salt)                                 \
+  pair_fill(&send, t, n* size, rank, salt, false); \
+  pair_fill(&recv, t, n* size, rank, salt + 50, false)
+
+  FILL(1);
+  memcpy(recv.a, send.a, all), memcpy(recv.b, send.b, all);
+  BOTH("Bcast", MPI_Bcast(recv.a, n, t->type, root, comm), PMPI_Bcast(recv.b, n, t->type, root, comm), block);
+  FILL(2);
+  BOTH("Gather", MPI_Gather(send.a, n, t->type, recv.a, n, t->type, root, comm),
+       PMPI_Gather(send.b, n, t->type, recv.b, n, t->type, root, comm), rank == root ? all : 0);
+  FILL(3);
+  BOTH("Gather(in place)", MPI_Gather(rank == root ? MPI_IN_PLACE : send.a, n, t->type, recv.a, n, t->type, root, comm),
+       PMPI_Gather(rank == root ? MPI_IN_PLACE : send.b, n, t->type, recv.b, n, t->type, root, comm),
+       rank == root ? all : 0);
+  FILL(4);
+  BOTH("Scatter", MPI_Scatter(send.a, n, t->type, recv.a, n, t->type, root, comm),
+       PMPI_Scatter(send.b, n, t->type, recv.b, n, t->type, root, comm), block);
+  FILL(5);
+  BOTH("Scatter(in place)",
+       MPI_Scatter(send.a, n, t->type, rank == root ? MPI_IN_PLACE : recv.a, n, t->type, root, comm),
+       PMPI_Scatter(send.b, n, t->type, rank == root ? MPI_IN_PLACE : recv.b, n, t->type, root, comm), block);
+  FILL(6);
+  BOTH("Allgather", MPI_Allgather(send.a, n, t->type, recv.a, n, t->type, comm),
+       PMPI_Allgather(send.b, n, t->type, recv.b, n, t->type, comm), all);
+  FILL(7);
+  BOTH("Allgather(in place)", MPI_Allgather(MPI_IN_PLACE, 0, t->type, recv.a, n, t->type, comm),
+       PMPI_Allgather(MPI_IN_PLACE, 0, t->type, recv.b, n, t->type, comm), all);
+  FILL(8);
+  BOTH("Allgatherv", MPI_Allgatherv(send.a, counts[rank], t->type, recv.a, counts, displs, t->type, comm),
+       PMPI_Allgatherv(send.b, counts[rank], t->type, recv.b, counts, displs, t->type, comm), all);
+  FILL(9);
+  BOTH("Allgatherv(in place)", MPI_Allgatherv(MPI_IN_PLACE, 0, t->type, recv.a, counts, displs, t->type, comm),
+       PMPI_Allgatherv(MPI_IN_PLACE, 0, t->type, recv.b, counts, displs, t->type, comm), all);
+  FILL(10);
+  BOTH("Alltoall", MPI_Alltoall(send.a, n, t->type, recv.a, n, t->type, comm),
+       PMPI_Alltoall(send.b, n, t->type, recv.b, n, t->type, comm), all);
+  FILL(11);
+  BOTH("Alltoall(in place)", MPI_Alltoall(MPI_IN_PLACE, 0, t->type, recv.a, n, t->type, comm),
+       PMPI_Alltoall(MPI_IN_PLACE, 0, t->type, recv.b, n, t->type, comm), all);
+  /* all-to-all-v: what r sends q is what q expects from r (scounts of r at q = rcounts of q at r) */
+  int* rcounts = malloc(sizeof(int) * size * 2);
+  int* rdispls = rcounts + size;
+  for (int j = 0; j < size; ++j) rcounts[j] = n > 0 ? n - ((j + rank) % 2) : 0, rdispls[j] = (size - 1 - j) * n;
+  FILL(12);
+  BOTH("Alltoallv", MPI_Alltoallv(send.a, scounts, sdispls, t->type, recv.a, rcounts, rdispls, t->type, comm),
+       PMPI_Alltoallv(send.b, scounts, sdispls, t->type, recv.b, rcounts, rdispls, t->type, comm), all);
+  FILL(13);
+  BOTH("Ibcast", (MPI_Ibcast(recv.a, n, t->type, 0, comm, &q), MPI_Wait(&q, MPI_STATUS_IGNORE)),
+       PMPI_Bcast(recv.b, n, t->type, 0, comm), block);
+  FILL(14);
+  BOTH("Iallgather",
+       (MPI_Iallgather(send.a, n, t->type, recv.a, n, t->type, comm, &q), MPI_Wait(&q, MPI_STATUS_IGNORE)),
+       PMPI_Allgather(send.b, n, t->type, recv.b, n, t->type, comm), all);
+  FILL(15);
+  BOTH("Ialltoall", (MPI_Ialltoall(send.a, n, t->type, recv.a, n, t->type, comm, &q), MPI_Wait(&q, MPI_STATUS_IGNORE)),
+       PMPI_Alltoall(send.b, n, t->type, recv.b, n, t->type, comm), all);
+  MPI_Barrier(comm);
+  MPI_Ibarrier(comm, &q);
+  MPI_Wait(&q, MPI_STATUS_IGNORE);
+  free(rcounts);
+  free(counts);
+  pair_free(&send);
+  pair_free(&recv);
+}
+
+/* The same calls on communicators from MPI_Comm_split and MPI_Comm_dup. */
+void communicators(const Type* ints, const Type* doubles) {
+  MPI_Comm split, dup;
+  MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, -g_rank, &split);
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  for (int round = 0; round < 3; ++round) {
+    movement(split, 100, ints);
+    movement(dup, 33, doubles);
+    Pair s = pair_new(8000), r = pair_new(8000);
+    pair_fill(&s, doubles, 1000, g_rank, round, false);
+    pair_fill(&r, doubles, 1000, g_rank, round, false);
+    MPI_Allreduce(s.a, r.a, 1000, MPI_DOUBLE, MPI_SUM, split);
+    PMPI_Allreduce(s.b, r.b, 1000, MPI_DOUBLE, MPI_SUM, split);
+    pair_check(&r, 8000, "Allreduce on a split communicator");
+    pair_free(&s);
+    pair_free(&r);
+  }
+  MPI_Comm_free(&split);
+  MPI_Comm_free(&dup);
+}
+
+/* Coral's requests among MPI's own, through each completion call. */
+void requests(void) {
+  const int next = (g_rank + 1) % g_size, prev = (g_rank + g_size - 1) % g_size;
+  for (int how = 0; how < 5; ++how) {
+    long x[64], y[64], ref[64], token = g_rank * 10 + how, got = -1;
+    for (int i = 0; i < 64; ++i) x[i] = g_rank + i * how;
+    PMPI_Allreduce(x, ref, 64, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Request q[4];
+    MPI_Irecv(&got, 1, MPI_LONG, prev, 7, MPI_COMM_WORLD, &q[0]);
+    MPI_Iallreduce(x, y, 64, MPI_LONG, MPI_MAX, MPI_COMM_WORLD, &q[1]);
+    MPI_Isend(&token, 1, MPI_LONG, next, 7, MPI_COMM_WORLD, &q[2]);
+    MPI_Ibarrier(MPI_COMM_WORLD, &q[3]);
+    MPI_Status st[4];
+    int done = 0, flag = 0, idx, out, indices[4];
+    switch (how) {
+      case 0:
+        MPI_Waitall(4, q, st);
+        break;
+      case 1:
+        while (!flag) MPI_Testall(4, q, &flag, st);
+        break;
+      case 2:
+        for (done = 0; done < 4; ++done) MPI_Waitany(4, q, &idx, MPI_STATUS_IGNORE);
+        break;
+      case 3:
+        while (done < 4) {
+          MPI_Waitsome(4, q, &out, indices, st);
+          done += out;
+        }
+        break;
+      default:
+        for (int i = 0; i < 4; ++i) {
+          for (flag = 0; !flag;) MPI_Test(&q[i], &flag, MPI_STATUS_IGNORE);
+        }
+    }
+    ++g_checks;
+    int bad = got != prev * 10 + how || memcmp(y, ref, sizeof y) != 0;
+    for (int i = 0; i < 4; ++i) bad |= q[i] != MPI_REQUEST_NULL;
+    if (bad && ++g_failures <= 10)
+      printf("FAIL rank %d: requests (completion %d): token %ld, all-reduce %s\n", g_rank, how, got,
+             memcmp(y, ref, sizeof y) ? "wrong" : "right");
+  }
+}
+
+static void my_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
+  (void)type;
+  int* a = in;
+  int* b = inout;
+  for (int i = 0; i < *len * 2; ++i) b[i] += a[i];
+}
+
+/* A derived type with a user op must reach MPI (the report line counts it) and be right. */
+void pass_through(void) {
+  MPI_Datatype pair;
+  MPI_Type_contiguous(2, MPI_INT, &pair);
+  MPI_Type_commit(&pair);
+  MPI_Op op;
+  MPI_Op_create(my_sum, 1, &op);
+  int in[8], out[8] = {0};
+  for (int i = 0; i < 8; ++i) in[i] = g_rank + i;
+  MPI_Allreduce(in, out, 4, pair, op, MPI_COMM_WORLD);
+  ++g_checks;
+  for (int i = 0; i < 8; ++i)
+    if (out[i] != g_size * (g_size - 1) / 2 + g_size * i) {
+      if (++g_failures <= 10) printf("FAIL rank %d: derived type with a user op: [%d] = %d\n", g_rank, i, out[i]);
+      break;
+    }
+  MPI_Op_free(&op);
+  MPI_Type_free(&pair);
+}

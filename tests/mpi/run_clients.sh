@@ -1,0 +1,97 @@
+#!/bin/bash
+# Real MPI clients, unmodified, plain and under coral-mpi: a Fortran program (the `mpi` module,
+# built by each MPI's mpifort), mpi4py (Debian's, on Open MPI) and hpcc (Debian's, on Open MPI)
+# with its own checks. Each must pass under coral-mpi as it does without it, and the report line
+# must show Coral handled its collectives.
+# Usage: run_clients.sh BUILD_DIR
+set -u
+build=$(cd "$1" && pwd)
+src=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+wrap=$build/src/compat/mpi/coral-mpi
+fails=0 ran=0
+
+launcher() {
+  case $1 in
+    ompi) echo "mpirun.openmpi --allow-run-as-root --oversubscribe -np" ;;
+    mpich) echo "mpirun.mpich -np" ;;
+  esac
+}
+
+# run NAME ABI P MODE SUMMARY_REGEX COMMAND...: one job; checks status, summary line and report.
+run() {
+  local name=$1 abi=$2 p=$3 mode=$4 want=$5
+  shift 5
+  local pre=() start out rc report handled
+  [ "$mode" = coral ] && pre=("$wrap")
+  ran=$((ran + 1))
+  start=$(date +%s)
+  out=$(cd "$work" && CORAL_MPI_REPORT=1 timeout 300 $(launcher "$abi") "$p" "${pre[@]}" "$@" 2>&1)
+  rc=$?
+  report=$(grep -m1 '^coral-mpi: handled' <<<"$out")
+  echo "$name $abi P=$p $mode ($(( $(date +%s) - start )) s): ${want:+$(grep -m1 -E "$want" <<<"$out") }${report:+| $report}"
+  if [ $rc -ne 0 ] || ! grep -q -E "$want" <<<"$out"; then
+    echo "FAIL: $name $abi P=$p $mode: exit status $rc; output:"
+    grep -v '^\s*$' <<<"$out" | tail -15
+    fails=$((fails + 1))
+    return
+  fi
+  handled=$(sed -n 's/^coral-mpi: handled \([0-9]*\) collective calls.*/\1/p' <<<"$report")
+  if [ "$mode" = coral ] && [ "${handled:-0}" -eq 0 ]; then
+    echo "FAIL: $name $abi P=$p: Coral handled no collective calls ('$report')"
+    fails=$((fails + 1))
+  elif [ "$mode" = plain ] && [ -n "$report" ]; then
+    echo "FAIL: $name $abi P=$p plain: a report line without the interposer"
+    fails=$((fails + 1))
+  fi
+}
+
+# Fortran: gfortran 12 rejects MPICH's mpi module's mismatched argument types unless told not to.
+for abi in ompi mpich; do
+  fc=mpifort.openmpi flags=()
+  [ $abi = mpich ] && fc=mpifort.mpich flags=(-fallow-argument-mismatch -w)
+  command -v $fc >/dev/null && [ -f "$build/src/compat/mpi/libcoral_mpi_$abi.so" ] || continue
+  if ! $fc -O1 "${flags[@]}" -J "$work" -o "$work/fortran_$abi" "$src/fortran.f90"; then
+    echo "FAIL: $fc fortran.f90"
+    fails=$((fails + 1))
+    continue
+  fi
+  run fortran $abi 2 plain 'fortran: P=2 failures=0' "$work/fortran_$abi"
+  for p in 2 3 4; do
+    run fortran $abi $p coral "fortran: P=$p failures=0" "$work/fortran_$abi"
+  done
+done
+
+# mpi4py and hpcc: Debian builds both against Open MPI.
+if [ -f "$build/src/compat/mpi/libcoral_mpi_ompi.so" ] && command -v mpirun.openmpi >/dev/null; then
+  if /usr/bin/python3 -c 'import mpi4py' 2>/dev/null; then
+    run mpi4py ompi 2 plain 'mpi4py: P=2 failures=0' /usr/bin/python3 "$src/clients_mpi4py.py"
+    for p in 2 3 4; do
+      run mpi4py ompi $p coral "mpi4py: P=$p failures=0" /usr/bin/python3 "$src/clients_mpi4py.py"
+    done
+  fi
+  if command -v hpcc >/dev/null; then
+    # A 1x2 grid and small sizes. HPL's residual checks, PTRANS's, STREAM's, the FFT's and
+    # RandomAccess's own verifications all land in hpccoutf.txt.
+    sed -e 's/^1000 *Ns/400          Ns/' -e 's/^80 *NBs/40           NBs/' \
+        -e 's/^2 *Ps/1            Ps/' /usr/share/doc/hpcc/examples/_hpccinf.txt >"$work/hpccinf.txt"
+    for mode in plain coral; do
+      rm -f "$work/hpccoutf.txt"
+      run hpcc ompi 2 $mode '' hpcc
+      f=$work/hpccoutf.txt
+      [ -f "$f" ] || { echo "FAIL: hpcc $mode wrote no hpccoutf.txt"; fails=$((fails + 1)); continue; }
+      ok=$(grep -c 'PASSED\|(passed)\|Solution Validates' "$f")
+      bad=$(grep -c 'FAILED\|Node(s) with error [1-9]\|Found [1-9][0-9]* errors\|[1-9][0-9]* tests completed and failed\|Errors=[1-9]' "$f")
+      echo "hpcc $mode: $ok checks passed, $bad failed, $(grep -m1 '^HPL_Tflops=' "$f")"
+      if [ "$bad" != 0 ] || [ "$ok" -lt 8 ] || ! grep -q '^Success=1' "$f"; then
+        echo "FAIL: hpcc $mode: its own checks did not all pass:"
+        grep 'FAILED\|Node(s) with error [1-9]\|Found [1-9]\|Errors=[1-9]\|^Success' "$f" | head
+        fails=$((fails + 1))
+      fi
+    done
+  fi
+fi
+[ $ran -gt 0 ] || { echo "no MPI clients could be built: skipped"; exit 77; }
+[ $fails -eq 0 ] && echo "MPI clients: $ran runs passed" || echo "MPI clients: $fails of $ran failed"
+exit $((fails > 0))
