@@ -19,15 +19,15 @@ std::byte* Job::temp(size_t bytes) {
   return temps_.back().get();
 }
 
-int Job::run(const std::function<coralResult_t(coralRequest_t*)>& issue) {
+int Job::run_with(void* issue, coralResult_t (*call)(void*, coralRequest_t*)) {
   if (!request_) {
-    const coralResult_t r = issue(nullptr);
+    const coralResult_t r = call(issue, nullptr);
     if (r != coralSuccess) return fail(comm_->mpi, call_, r, last_error(comm_));
     for (auto& f : finish_) f();
     return MPI_SUCCESS;
   }
   auto p = std::make_unique<Pending>();
-  const coralResult_t r = issue(&p->creq);
+  const coralResult_t r = call(issue, &p->creq);
   if (r != coralSuccess) {
     *request_ = MPI_REQUEST_NULL;
     return fail(comm_->mpi, call_, r, last_error(comm_));
