@@ -1,5 +1,7 @@
 #include "base/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -172,11 +174,18 @@ std::string number(double v, bool size) {
   return buf;
 }
 
-bool is_choice(const Knob& k, const std::string& word) {
+// The declared spelling of word, matched regardless of case (NCCL_DEBUG=info works, so
+// CORAL_DEBUG=info must too); empty when word is none of the choices.
+std::string canonical(const Knob& k, const std::string& word) {
   for (const std::string& c : split(k.choices, ','))
-    if (c == word) return true;
-  return false;
+    if (c.size() == word.size() && std::equal(c.begin(), c.end(), word.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        }))
+      return c;
+  return "";
 }
+
+bool is_choice(const Knob& k, const std::string& word) { return !canonical(k, word).empty(); }
 
 // Parses one value of k (numbers as double, exact up to 2^53) and checks it against the
 // declaration; throws std::invalid_argument saying why it does not fit.
@@ -302,6 +311,12 @@ std::string get_string(const char* name) {
   const std::string v = raw(k);
   const std::string why = check(k, v);
   if (!why.empty()) reject(k, v, why);
+  if (k.type == Type::Choice) return canonical(k, v);
+  if (k.type == Type::List) {
+    std::string out;
+    for (const std::string& w : split(v, ',')) out += (out.empty() ? "" : ",") + canonical(k, w);
+    return out;
+  }
   return v;
 }
 

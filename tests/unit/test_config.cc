@@ -63,6 +63,20 @@ TEST_CASE("values outside a knob's declared range or choices are refused, naming
   unsetenv("CORAL_DEBUG_SUBSYS");
 }
 
+TEST_CASE("choices match regardless of case and come back as declared") {
+  setenv("CORAL_DEBUG", "info", 1);
+  CHECK(config::get_string("CORAL_DEBUG") == "INFO");
+  setenv("CORAL_DEBUG_SUBSYS", "init,Net", 1);
+  CHECK(config::get_string("CORAL_DEBUG_SUBSYS") == "INIT,NET");
+  setenv("CORAL_MPI_ABI", "OMPI", 1);
+  CHECK(config::get_string("CORAL_MPI_ABI") == "ompi");
+  setenv("CORAL_DEBUG", "inform", 1);
+  CHECK_THROWS_AS(config::get_string("CORAL_DEBUG"), Error);
+  unsetenv("CORAL_DEBUG");
+  unsetenv("CORAL_DEBUG_SUBSYS");
+  unsetenv("CORAL_MPI_ABI");
+}
+
 TEST_CASE("every default is valid and every knob says what it does") {
   for (const config::Knob& k : config::knobs()) {
     INFO(k.name);
