@@ -1,0 +1,203 @@
+/* Creation (non-blocking, inside a group), split, shrink after a rank is killed, abort, an
+ * asynchronous error on a stream, and bad arguments. */
+#define _GNU_SOURCE
+#include <coral/coral_device.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "suite.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A float sum of the ranks' (rank + 1) over comm; returns the failures. */
+static int sum_check(ncclComm_t comm, int expect_ranks, const char* what) {
+  int failures = 0;
+  float in[5], out[5];
+  int me = -1, n = -1;
+  ncclCommUserRank(comm, &me);
+  ncclCommCount(comm, &n);
+  EXPECT(n == expect_ranks, "%s: ncclCommCount %d, want %d", what, n, expect_ranks);
+  for (int i = 0; i < 5; ++i) in[i] = (float)(me + 1 + i);
+  ncclResult_t r = ncclAllReduce(in, out, 5, ncclFloat, ncclSum, comm, NULL);
+  EXPECT(r == ncclSuccess, "%s: ncclAllReduce: %s (%s)", what, ncclGetErrorString(r), ncclGetLastError(comm));
+  for (int i = 0; i < 5; ++i) EXPECT(out[i] == (float)(n * (n + 1) / 2 + n * i), "%s: [%d] = %g", what, i, out[i]);
+  return failures;
+}
+
+static int nonblocking_init(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t comm = NULL;
+  ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &cfg);
+  EXPECT(r == ncclSuccess || r == ncclInProgress, "non-blocking init: %s", ncclGetErrorString(r));
+  ncclResult_t state = ncclInProgress;
+  for (double t0 = now(); state == ncclInProgress && now() - t0 < 30;) {
+    EXPECT(ncclCommGetAsyncError(comm, &state) == ncclSuccess, "ncclCommGetAsyncError");
+    if (state == ncclInProgress) usleep(1000);
+  }
+  EXPECT(state == ncclSuccess, "non-blocking init ended with %s", ncclGetErrorString(state));
+  if (state == ncclSuccess) failures += sum_check(comm, nranks, "non-blocking init");
+  ncclCommDestroy(comm);
+  return failures;
+}
+
+static int group_init(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclComm_t comm = NULL;
+  EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+  ncclResult_t r = ncclCommInitRank(&comm, nranks, id, rank);
+  EXPECT(r == ncclSuccess || r == ncclInProgress, "init inside a group: %s", ncclGetErrorString(r));
+  r = ncclGroupEnd();
+  EXPECT(r == ncclSuccess, "ncclGroupEnd after init: %s", ncclGetErrorString(r));
+  if (r == ncclSuccess) failures += sum_check(comm, nranks, "group init");
+  ncclCommDestroy(comm);
+  return failures;
+}
+
+/* Ranks 0, 2 colour 0 (key reverses them), rank 1 colour 1, rank 3 no colour. */
+static int split(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclComm_t comm, sub = NULL;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
+  int color = rank == 3 ? NCCL_SPLIT_NOCOLOR : rank % 2;
+  ncclResult_t r = ncclCommSplit(comm, color, -rank, &sub, NULL);
+  EXPECT(r == ncclSuccess, "ncclCommSplit: %s (%s)", ncclGetErrorString(r), ncclGetLastError(comm));
+  if (rank == 3) {
+    EXPECT(sub == NULL, "NCCL_SPLIT_NOCOLOR gave a communicator");
+  } else if (sub) {
+    int me = -1;
+    ncclCommUserRank(sub, &me);
+    EXPECT(me == (rank == 0 ? 1 : 0), "split: rank %d has sub-rank %d", rank, me);
+    failures += sum_check(sub, rank % 2 ? 1 : 2, "split");
+    ncclCommDestroy(sub);
+  }
+  failures += sum_check(comm, nranks, "parent after split");
+  ncclCommDestroy(comm);
+  return failures;
+}
+
+/* Rank 3 is killed; the others' next call fails (no hang), and a shrink without it works. */
+static int shrink(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclComm_t comm, small = NULL;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
+  failures += sum_check(comm, nranks, "before the kill");
+  if (rank == 3) raise(SIGKILL);
+  float x[1024] = {0}, y[1024];
+  double t0 = now();
+  ncclResult_t r = ncclAllReduce(x, y, 1024, ncclFloat, ncclSum, comm, NULL);
+  EXPECT(r != ncclSuccess, "an all-reduce with a killed rank succeeded");
+  EXPECT(now() - t0 < 20, "the failure took %.1f s", now() - t0);
+  EXPECT(strlen(ncclGetLastError(comm)) > 0, "no message after %s", ncclGetErrorString(r));
+  int gone = 3;
+  r = ncclCommShrink(comm, &gone, 1, &small, NULL, NCCL_SHRINK_ABORT);
+  EXPECT(r == ncclSuccess, "ncclCommShrink: %s (%s)", ncclGetErrorString(r), ncclGetLastError(comm));
+  if (r == ncclSuccess) failures += sum_check(small, nranks - 1, "shrunk");
+  ncclCommDestroy(small);
+  ncclCommAbort(comm);
+  return failures;
+}
+
+/* Rank 0 aborts its communicator; the others' call on theirs must fail, not hang. */
+static int abort_peer(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
+  failures += sum_check(comm, nranks, "before abort");
+  if (rank == 0) {
+    EXPECT(ncclCommAbort(comm) == ncclSuccess, "ncclCommAbort");
+    return failures;
+  }
+  float x[8] = {0}, y[8];
+  double t0 = now();
+  ncclResult_t r = ncclAllReduce(x, y, 8, ncclFloat, ncclSum, comm, NULL);
+  EXPECT(r != ncclSuccess, "an all-reduce against an aborted rank succeeded");
+  EXPECT(now() - t0 < 20, "the failure took %.1f s", now() - t0);
+  ncclCommAbort(comm);
+  return failures;
+}
+
+/* On the stand-in GPU the call is queued on a stream and returns at once; the peer's death
+ * shows up through ncclCommGetAsyncError. */
+static int async_error(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
+  void *buf = NULL, *stream = NULL;
+  EXPECT(ncclMemAlloc(&buf, 1 << 20) == ncclSuccess, "ncclMemAlloc");
+  EXPECT(coralStreamCreate(&stream) == coralSuccess, "coralStreamCreate");
+  float* f = buf;
+  for (int i = 0; i < 1024; ++i) f[i] = (float)(rank + i);
+  ncclResult_t r = ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, stream);
+  EXPECT(r == ncclSuccess, "device all-reduce: %s (%s)", ncclGetErrorString(r), ncclGetLastError(comm));
+  EXPECT(coralStreamSynchronize(stream) == coralSuccess, "coralStreamSynchronize");
+  for (int i = 0; i < 1024; ++i) EXPECT(f[i] == (float)(1 + 2 * i), "device all-reduce [%d] = %g", i, f[i]);
+  ncclResult_t state = ncclInProgress;
+  ncclCommGetAsyncError(comm, &state);
+  EXPECT(state == ncclSuccess, "async error %s before any failure", ncclGetErrorString(state));
+  if (rank == 1) raise(SIGKILL);
+  r = ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, stream);
+  state = r;
+  for (double t0 = now(); state == ncclSuccess && now() - t0 < 20; usleep(2000)) ncclCommGetAsyncError(comm, &state);
+  EXPECT(state != ncclSuccess && state != ncclInProgress, "no asynchronous error after the peer died (%s)",
+         ncclGetErrorString(state));
+  EXPECT(strlen(ncclGetLastError(comm)) > 0, "no message with the asynchronous error");
+  coralStreamSynchronize(stream);
+  ncclCommAbort(comm);
+  return failures;
+}
+
+/* Bad arguments: each call returns ncclInvalidArgument (or ncclInvalidUsage) with a message. */
+static int bad_arguments(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
+  float x[4] = {0}, y[4];
+  struct {
+    ncclResult_t got, want;
+    const char* what;
+  } cases[] = {
+      {ncclAllReduce(x, y, 4, ncclFloat, ncclSum, NULL, NULL), ncclInvalidArgument, "a NULL comm"},
+      {ncclAllReduce(x, y, 4, ncclNumTypes, ncclSum, comm, NULL), ncclInvalidArgument, "dtype ncclNumTypes"},
+      {ncclAllReduce(x, y, 4, ncclFloat, (ncclRedOp_t)77, comm, NULL), ncclInvalidArgument, "op 77"},
+      {ncclAllReduce(NULL, y, 4, ncclFloat, ncclSum, comm, NULL), ncclInvalidArgument, "a NULL sendbuff"},
+      {ncclBroadcast(x, y, 4, ncclFloat, nranks, comm, NULL), ncclInvalidArgument, "root == nranks"},
+      {ncclSend(x, 4, ncclFloat, -1, comm, NULL), ncclInvalidArgument, "peer -1"},
+      {ncclCommCount(comm, NULL), ncclInvalidArgument, "a NULL count"},
+      {ncclCommWindowRegister(comm, x, sizeof x, NULL, 0), ncclInvalidUsage, "windows"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    EXPECT(cases[i].got == cases[i].want, "%s: got %s, want %s", cases[i].what, ncclGetErrorString(cases[i].got),
+           ncclGetErrorString(cases[i].want));
+  }
+  EXPECT(strlen(ncclGetLastError(comm)) > 0, "no last error after bad calls");
+  ncclComm_t other;
+  EXPECT(ncclCommInitRank(&other, 2, id, 5) == ncclInvalidArgument, "init with rank 5 of 2");
+  EXPECT(strstr(ncclGetLastError(NULL), "rank") != NULL, "the init message names the rank: '%s'",
+         ncclGetLastError(NULL));
+  /* The communicator still works after all that. */
+  failures += sum_check(comm, nranks, "after bad arguments");
+  ncclCommDestroy(comm);
+  return failures;
+}
+
+int suite_faults(void) {
+  int failures = 0;
+  failures += run_ranks("non-blocking init", 3, nonblocking_init, -1);
+  failures += run_ranks("init inside a group", 2, group_init, -1);
+  failures += run_ranks("split", 4, split, -1);
+  failures += run_ranks("bad arguments", 2, bad_arguments, -1);
+  failures += run_ranks("abort", 3, abort_peer, -1);
+  failures += run_ranks("shrink after kill -9", 4, shrink, 3);
+  failures += run_ranks("async error (stand-in GPU)", 2, async_error, 1);
+  return failures;
+}
