@@ -1,4 +1,4 @@
-/* Creation (non-blocking, inside a group), split, shrink after a rank is killed, abort, an
+/* Creation (non-blocking, inside a group, InitAll, scalable), revoke, split, shrink after a rank is killed, abort, an
  * asynchronous error on a stream, and bad arguments. */
 #define _GNU_SOURCE
 #include <coral/coral_device.h>
@@ -190,8 +190,62 @@ static int bad_arguments(int rank, int nranks, ncclUniqueId id) {
   return failures;
 }
 
+/* One thread, three communicators on one device (ncclCommInitAll), driven in one group as
+ * nccl-tests drives its per-GPU communicators; then the calls around them. */
+static int one_process(void) {
+  int failures = 0;
+  ncclComm_t comms[3];
+  int devs[3] = {0, 0, 0};
+  ncclResult_t r = ncclCommInitAll(comms, 3, devs);
+  EXPECT(r == ncclSuccess, "ncclCommInitAll: %s (%s)", ncclGetErrorString(r), ncclGetLastError(NULL));
+  if (r != ncclSuccess) return failures;
+  float in[3][6], out[3][6];
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 6; ++i) in[c][i] = (float)(c + i), out[c][i] = -1;
+  EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+  for (int c = 0; c < 3; ++c) ncclAllReduce(in[c], out[c], 6, ncclFloat, ncclSum, comms[c], NULL);
+  r = ncclGroupEnd();
+  EXPECT(r == ncclSuccess, "one group over three communicators: %s", ncclGetErrorString(r));
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 6; ++i) EXPECT(out[c][i] == (float)(3 + 3 * i), "InitAll comm %d [%d] = %g", c, i, out[c][i]);
+  /* ncclBcast in place, one group again. */
+  EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+  for (int c = 0; c < 3; ++c) ncclBcast(in[c], 6, ncclFloat, 2, comms[c], NULL);
+  EXPECT(ncclGroupEnd() == ncclSuccess, "ncclBcast group");
+  for (int c = 0; c < 3; ++c) EXPECT(in[c][5] == 7, "ncclBcast comm %d [5] = %g", c, in[c][5]);
+  int dev = -1;
+  EXPECT(ncclCommCuDevice(comms[0], &dev) == ncclSuccess && dev == 0, "ncclCommCuDevice: %d", dev);
+  void* handle = NULL;
+  EXPECT(ncclCommRegister(comms[0], in[0], sizeof in[0], &handle) == ncclSuccess, "ncclCommRegister");
+  EXPECT(ncclCommDeregister(comms[0], handle) == ncclSuccess, "ncclCommDeregister");
+  EXPECT(ncclGroupSimulateEnd(NULL) == ncclInvalidUsage, "ncclGroupSimulateEnd is not supported");
+  /* Revoked: later collectives are refused, destroy still works. */
+  EXPECT(ncclCommRevoke(comms[1], 0) == ncclSuccess, "ncclCommRevoke");
+  r = ncclAllReduce(in[1], out[1], 6, ncclFloat, ncclSum, comms[1], NULL);
+  EXPECT(r == ncclInvalidUsage, "an all-reduce on a revoked communicator gave %s", ncclGetErrorString(r));
+  for (int c = 0; c < 3; ++c) {
+    if (c != 1) EXPECT(ncclCommFinalize(comms[c]) == ncclSuccess, "ncclCommFinalize %d", c);
+    EXPECT(ncclCommDestroy(comms[c]) == ncclSuccess, "ncclCommDestroy %d", c);
+  }
+  printf("%-28s P=3 %s\n", "InitAll, one group, revoke", failures ? "FAILED" : "ok");
+  return failures;
+}
+
+/* ncclCommInitRankScalable with one id, as a job with a single root would call it. */
+static int scalable_init(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclComm_t comm = NULL;
+  ncclResult_t r = ncclCommInitRankScalable(&comm, nranks, rank, 1, &id, NULL);
+  EXPECT(r == ncclSuccess, "ncclCommInitRankScalable: %s", ncclGetErrorString(r));
+  if (r == ncclSuccess) failures += sum_check(comm, nranks, "scalable init");
+  ncclCommDestroy(comm);
+  return failures;
+}
+
 int suite_faults(void) {
   int failures = 0;
+  failures += one_process();
+  failures += run_ranks("ncclCommInitRankScalable", 3, scalable_init, -1);
   failures += run_ranks("non-blocking init", 3, nonblocking_init, -1);
   failures += run_ranks("init inside a group", 2, group_init, -1);
   failures += run_ranks("split", 4, split, -1);
