@@ -1,5 +1,5 @@
-/* Creation (non-blocking, inside a group, InitAll, scalable), revoke, split, shrink after a rank is killed, abort, an
- * asynchronous error on a stream, and bad arguments. */
+/* Creation (non-blocking, inside a group, InitAll, scalable), revoke, split, shrink after a
+ * rank is killed, abort, an asynchronous error on a stream, and bad arguments. */
 #define _GNU_SOURCE
 #include <coral/coral_device.h>
 #include <signal.h>
