@@ -30,17 +30,29 @@ struct EmuStream {
 };
 
 std::mutex mu;
+// Named segments outlive the process unless unlinked; those a program never freed are unlinked
+// at exit (the mappings themselves go with the process).
+struct Registry {
+  std::map<uintptr_t, Mapping> m;
+  ~Registry() {
+    for (auto& [addr, map] : m)
+      if (!map.name.empty()) shm_unlink(map.name.c_str());
+  }
+};
 std::map<uintptr_t, Mapping>& maps() {
-  static std::map<uintptr_t, Mapping> m;
-  return m;
+  static Registry r;
+  return r.m;
 }
 EmuStream& default_stream() {
   static EmuStream s;
   return s;
 }
 
-void* map_shared(const std::string& name, size_t bytes, bool create) {
-  int fd = shm_open(name.c_str(), create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
+int open_shared(const std::string& name, bool create) {
+  return shm_open(name.c_str(), create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
+}
+
+void* map_fd(int fd, const std::string& name, size_t bytes, bool create) {
   if (fd < 0) fail_errno("emulated GPU memory: shm_open " + name, errno);
   if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     int e = errno;
@@ -72,8 +84,16 @@ int device_of(const void* p) {
 void* alloc(size_t bytes) {
   static std::atomic<unsigned> counter{0};
   bytes = bytes ? bytes : 1;
-  std::string name = "/coral-emu-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  void* p = map_shared(name, bytes, true);
+  // A rank killed with SIGKILL leaves its segments behind, and a later process can get its pid:
+  // a name taken by such a leftover is skipped, not reported.
+  std::string name;
+  int fd = -1;
+  for (int tries = 0; tries < 1000; ++tries) {
+    name = "/coral-emu-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    fd = open_shared(name, true);
+    if (fd >= 0 || errno != EEXIST) break;
+  }
+  void* p = map_fd(fd, name, bytes, true);
   std::lock_guard<std::mutex> lock(mu);
   maps()[reinterpret_cast<uintptr_t>(p)] = {bytes, name};
   return p;
@@ -127,7 +147,7 @@ void* ipc_open(const IpcHandle& h) {
   std::memcpy(&bytes, h.data(), 8);
   std::string name(reinterpret_cast<const char*>(h.data()) + 8,
                    strnlen(reinterpret_cast<const char*>(h.data()) + 8, 56));
-  void* p = map_shared(name, bytes, false);
+  void* p = map_fd(open_shared(name, false), name, bytes, false);
   std::lock_guard<std::mutex> lock(mu);
   maps()[reinterpret_cast<uintptr_t>(p)] = {bytes, ""};
   return p;

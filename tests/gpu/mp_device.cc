@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "base/error.h"
 #include "common/checks.h"
 #include "gpu/runtime.h"
@@ -184,6 +186,20 @@ int run(int argc, char** argv) {
     return 77;
   }
   if (argc > 1 && std::string(argv[1]) == "--probe") return 0;
+  // A process killed earlier with this pid left its stand-in device memory behind; allocations
+  // must step past it (it made CI's coral_bench fail once).
+  std::vector<std::string> leftovers;
+  if (std::getenv("CORAL_GPU_EMULATE"))
+    for (int i = 0; i < 3; ++i) {
+      leftovers.push_back("/dev/shm/coral-emu-" + std::to_string(getpid()) + "-" + std::to_string(i));
+      if (FILE* f = std::fopen(leftovers.back().c_str(), "w")) std::fclose(f);
+    }
+  struct Remove {
+    std::vector<std::string>& paths;
+    ~Remove() {
+      for (auto& path : paths) std::remove(path.c_str());
+    }
+  } remove_leftovers{leftovers};
   const char* lr = std::getenv("CORAL_LOCAL_RANK");
   gpu::set_device((lr ? std::atoi(lr) : 0) % gpu::device_count());
   int rank, p;

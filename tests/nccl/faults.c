@@ -153,6 +153,7 @@ static int async_error(int rank, int nranks, ncclUniqueId id) {
   EXPECT(strlen(ncclGetLastError(comm)) > 0, "no message with the asynchronous error");
   coralStreamSynchronize(stream);
   ncclCommAbort(comm);
+  ncclMemFree(buf);
   return failures;
 }
 

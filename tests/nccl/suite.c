@@ -1,6 +1,7 @@
 /* The harness, exact values for every dtype, and the collectives matrix; faults.c has the rest. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <glob.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -19,6 +20,16 @@ struct shared_id {
   volatile int ready;
   ncclUniqueId id;
 };
+
+/* A SIGKILLed rank cannot unlink its emulated device memory; the harness does it for it. */
+static void remove_leftovers(pid_t pid) {
+  char pattern[64];
+  snprintf(pattern, sizeof pattern, "/dev/shm/coral-emu-%d-*", (int)pid);
+  glob_t g;
+  if (glob(pattern, 0, NULL, &g) != 0) return;
+  for (size_t i = 0; i < g.gl_pathc; ++i) unlink(g.gl_pathv[i]);
+  globfree(&g);
+}
 
 int run_ranks(const char* name, int nranks, rank_fn fn, int killed) {
   fflush(stdout);  // or every fork prints what is buffered again
@@ -53,6 +64,7 @@ int run_ranks(const char* name, int nranks, rank_fn fn, int killed) {
         fprintf(stderr, "nccl suite: %s: rank %d was to die by SIGKILL (status %#x)\n", name, r, st);
         ++failures;
       }
+      remove_leftovers(pids[r]);
     } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
       fprintf(stderr, "nccl suite: %s: rank %d %s %d\n", name, r, WIFEXITED(st) ? "failures" : "died of signal",
               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
