@@ -59,7 +59,8 @@ grep -c got-term /tmp/coral-run-term.$$ | grep -q 2 || fail "SIGTERM not forward
 rm -f /tmp/coral-run-term.$$
 
 # --bind-to core: each rank on one CPU of coral-run's own set, round-robin, distinct while
-# there are CPUs enough; none (the default) leaves the whole set.
+# there are CPUs enough; none leaves the whole set; auto (the default) is core while the ranks
+# fit the CPUs and none beyond.
 allowed=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
 ncpu=$(nproc)
 out=$("$run" -n 3 --bind-to core --no-prefix -- bash -c 'echo "$CORAL_RANK $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"') ||
@@ -71,11 +72,20 @@ for r in 0 1 2; do
 done
 [ "$ncpu" -ge 2 ] && [ "$cpu0" = "$cpu1" ] && fail "ranks 0 and 1 share CPU $cpu0 with $ncpu CPUs"
 [ "$ncpu" -eq 2 ] && [ "$cpu2" != "$cpu0" ] && fail "rank 2 should wrap onto rank 0's CPU"
-out=$("$run" -n 1 --no-prefix -- awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+out=$("$run" -n 1 --bind-to none --no-prefix -- awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
 [ "$out" = "$allowed" ] || fail "an unbound rank got '$out', not '$allowed'"
+cpus_of() { "$run" "$@" --no-prefix -- bash -c 'echo "$CORAL_RANK $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"' | sort -n; }
+fits=$(cpus_of -n "$ncpu")
+[ "$(echo "$fits" | awk '$2 ~ /^[0-9]+$/' | wc -l)" -eq "$ncpu" ] || fail "default with $ncpu ranks on $ncpu CPUs did not pin each: $fits"
+[ "$(echo "$fits" | awk '{print $2}' | sort -u | wc -l)" -eq "$ncpu" ] || fail "default pinning shares a CPU: $fits"
+over=$(cpus_of -n $((ncpu + 1)))
+[ "$(echo "$over" | awk -v a="$allowed" '$2 == a' | wc -l)" -eq $((ncpu + 1)) ] ||
+  fail "default with $((ncpu + 1)) ranks on $ncpu CPUs should leave them unbound: $over"
+[ "$(cpus_of -n 1 --bind-to auto | awk '{print $2}')" = "$(cpus_of -n 1 --bind-to core | awk '{print $2}')" ] ||
+  fail "--bind-to auto with one rank differs from core"
 err=$("$run" -n 1 --bind-to socket true 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "--bind-to socket: exit status $rc"
-echo "$err" | grep -q "expected core or none" || fail "--bind-to socket: $err"
+echo "$err" | grep -q "expected auto, core or none" || fail "--bind-to socket: $err"
 
 # Bad usage.
 "$run" 2>/dev/null && fail "no -n accepted"

@@ -15,7 +15,13 @@ namespace coral::run {
 Bind parse_bind(const std::string& s) {
   if (s == "core") return Bind::Core;
   if (s == "none") return Bind::None;
-  throw std::invalid_argument("--bind-to '" + s + "': expected core or none");
+  if (s == "auto") return Bind::Auto;
+  throw std::invalid_argument("--bind-to '" + s + "': expected auto, core or none");
+}
+
+Bind resolve_bind(Bind b, int local_ranks, int nnodes, size_t cpus) {
+  if (b != Bind::Auto) return b;
+  return nnodes == 1 && local_ranks >= 1 && static_cast<size_t>(local_ranks) <= cpus ? Bind::Core : Bind::None;
 }
 
 std::vector<int> cpu_order() {

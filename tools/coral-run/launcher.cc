@@ -94,7 +94,7 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
   setenv("GROUP_RANK", std::to_string(opt.node_rank).c_str(), 1);
   setenv("MASTER_ADDR", torch_master.first.c_str(), 1);
   setenv("MASTER_PORT", std::to_string(torch_master.second).c_str(), 1);
-  if (opt.bind == Bind::Core) {
+  if (!cpus.empty()) {
     std::string why = bind_rank(cpus, rank);
     if (!why.empty()) std::fprintf(stderr, "coral-run: rank %d runs unbound: %s\n", rank, why.c_str());
   }
@@ -158,7 +158,8 @@ int launch(const Options& opt) {
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
   const std::pair<std::string, int> master = torch_master(opt);
-  const std::vector<int> cpus = opt.bind == Bind::Core ? cpu_order() : std::vector<int>{};
+  std::vector<int> cpus = opt.bind == Bind::None ? std::vector<int>{} : cpu_order();
+  if (resolve_bind(opt.bind, opt.nranks, opt.nnodes, cpus.size()) != Bind::Core) cpus.clear();
   std::vector<Rank> ranks(opt.nranks);
   std::vector<Stream> streams;
   for (int r = 0; r < opt.nranks; ++r) {

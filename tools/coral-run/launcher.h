@@ -17,7 +17,7 @@ struct Options {
   std::string secret;  // hex, the same on every node (CORAL_SECRET)
   bool prefix = true;
   double timeout_s = 0;  // 0: none
-  Bind bind = Bind::None;
+  Bind bind = Bind::Auto;
   std::vector<std::string> command;
 };
 

@@ -1,4 +1,4 @@
-// coral-run -n N [--no-prefix] [--timeout S] [--bind-to core|none] [--] prog args...
+// coral-run -n N [--no-prefix] [--timeout S] [--bind-to auto|core|none] [--] prog args...
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -20,11 +20,12 @@ int main(int argc, char** argv) {
   app.add_option("--root", opt.root, "host:port of node 0's store (default: MASTER_ADDR:MASTER_PORT or CORAL_ROOT)");
   app.add_option("--timeout", opt.timeout_s, "stop all ranks after this many seconds (exit 124)")
       ->check(CLI::NonNegativeNumber);
-  std::string bind = "none";
+  std::string bind = "auto";
   app.add_option("--bind-to", bind,
                  "core: pin local rank i to one CPU, a core each before hyperthread siblings, round-robin "
-                 "(as mpirun --bind-to core); none: leave placement to the kernel")
-      ->default_str("none");
+                 "(as mpirun --bind-to core); none: leave placement to the kernel; auto: core when the "
+                 "ranks fit the CPUs coral-run may use and --nnodes is 1, else none")
+      ->default_str("auto");
   app.prefix_command();
   try {
     app.parse(argc, argv);
