@@ -43,27 +43,41 @@ void GradSync<T>::begin(int slot, T* grad) {
 }
 
 template <class T>
-void GradSync<T>::launch(Slot& s, const Bucket& b) {
-  coralRequest_t r;
-  size_t n = b.end - b.begin;
-  if (wire_ == Wire::Same) {
-    coral::check(coralIAllReduce(s.grad + b.begin, s.grad + b.begin, n, coral::datatype_of<T>(), coralSum, comm_, &r),
-                 comm_);
-  } else {
-    uint16_t* w = s.wire.data() + b.begin;
-    const T* g = s.grad + b.begin;
-    bool bf = wire_ == Wire::Bf16;
-    for (size_t i = 0; i < n; i++) {
-      float f = static_cast<float>(g[i]);
-      w[i] = bf ? coral::kernels::float_to_bf16(f) : coral::kernels::float_to_half(f);
-    }
-    coral::check(coralIAllReduce(w, w, n, bf ? coralBfloat16 : coralFloat16, coralSum, comm_, &r), comm_);
+void GradSync<T>::encode(Slot& s, const Bucket& b) {
+  uint16_t* w = s.wire.data() + b.begin;
+  const T* g = s.grad + b.begin;
+  bool bf = wire_ == Wire::Bf16;
+  for (size_t i = 0; i < b.end - b.begin; i++) {
+    float f = static_cast<float>(g[i]);
+    w[i] = bf ? coral::kernels::float_to_bf16(f) : coral::kernels::float_to_half(f);
   }
+}
+
+template <class T>
+void GradSync<T>::launch(Slot& s, const Bucket& b) {
+  size_t n = b.end - b.begin;
+  void* buf = s.grad + b.begin;
+  coralDataType_t t = coral::datatype_of<T>();
+  if (wire_ != Wire::Same) {
+    encode(s, b);
+    buf = s.wire.data() + b.begin;
+    t = wire_ == Wire::Bf16 ? coralBfloat16 : coralFloat16;
+  }
+  if (blocking_) {
+    auto t0 = std::chrono::steady_clock::now();
+    coralResult_t rc = coralAllReduce(buf, buf, n, t, coralSum, comm_, nullptr);
+    wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    coral::check(rc, comm_);
+    return;
+  }
+  coralRequest_t r;
+  coral::check(coralIAllReduce(buf, buf, n, t, coralSum, comm_, &r), comm_);
   s.reqs.push_back(r);
 }
 
 template <class T>
 void GradSync<T>::layer_ready(int slot, int layer) {
+  if (blocking_) return;
   Slot& s = slots_.at(static_cast<size_t>(slot));
   while (s.next < buckets_.size() && buckets_[s.next].last_layer >= layer) launch(s, buckets_[s.next++]);
 }

@@ -23,6 +23,12 @@ class GradSync {
  public:
   GradSync(coralComm_t comm, const Layout& layout, size_t bucket_bytes, Wire wire, int slots);
 
+  // Blocking: every bucket is all-reduced by the calling thread at launch_rest (timed as
+  // wait). Without overlap that saves the hand-offs to and from Coral's progress thread, which
+  // on saturated cores cost more than the all-reduce of a small model (see docs/trainer.md).
+  void set_blocking(bool on) { blocking_ = on; }
+  bool blocking() const { return blocking_; }
+
   void begin(int slot, T* grad);
   void layer_ready(int slot, int layer);  // from backward: starts buckets now complete
   void launch_rest(int slot);             // starts whatever has not started yet
@@ -42,12 +48,14 @@ class GradSync {
     size_t next = 0;  // first bucket not started
   };
   void launch(Slot& s, const Bucket& b);
+  void encode(Slot& s, const Bucket& b);
 
   coralComm_t comm_;
   Wire wire_;
   std::vector<Bucket> buckets_;
   std::vector<Slot> slots_;
   double wait_s_ = 0;
+  bool blocking_ = false;
 };
 
 }  // namespace trainer

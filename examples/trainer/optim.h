@@ -26,7 +26,8 @@ template <class T>
 class Optimizer {
  public:
   Optimizer(OptimConfig c, size_t n);
-  // One update with gradient g (scaled in place when clipping). Returns g's global norm.
+  // One update with gradient g (scaled in place when clipping). Returns g's global norm when
+  // clipping is on (0 otherwise: computing it costs a pass over the gradient).
   double step(T* params, T* g, int64_t global_batch);
 
   const OptimConfig& config() const { return c_; }

@@ -61,7 +61,11 @@ class Loop {
         sync_(comm.get(), model_.layout(), static_cast<size_t>(cfg.bucket_mb * (1 << 20)), cfg.wire, cfg.staleness + 1),
         grads_(static_cast<size_t>(cfg.staleness) + 1, std::vector<T>(params_.size())),
         sampler_(data_.train.size(), static_cast<size_t>(cfg.batch), cfg.seed),
-        report_(rank_ == 0, cfg.csv, cfg.plot) {}
+        report_(rank_ == 0, cfg.csv, cfg.plot) {
+    // One bucket starts only when backward has ended: there is nothing to overlap, and handing
+    // it to the progress thread costs two wake-ups a step.
+    sync_.set_blocking(cfg.staleness == 0 && (!cfg.overlap || sync_.buckets() == 1));
+  }
 
   Result run();
 
@@ -119,7 +123,9 @@ void Loop<T>::start() {
       data_.name, data_.train.size(), data_.test.size(), widths, l.nparams, sizeof(T) == 8 ? "float64" : "float32",
       size_, size_ == 1 ? "" : "s", cfg_.batch, cfg_.optim.kind == OptimKind::Adam ? "adam" : "sgd", cfg_.optim.lr,
       learning_rate(cfg_.optim, cfg_.optim.warmup, cfg_.batch), sync_.buckets(), sync_.buckets() == 1 ? "" : "s",
-      cfg_.overlap ? "on" : "off",
+      cfg_.overlap && !sync_.blocking()      ? "on"
+      : sync_.buckets() == 1 && cfg_.overlap ? "off (one bucket)"
+                                             : "off",
       cfg_.wire == Wire::Same   ? (sizeof(T) == 8 ? "fp64" : "fp32")
       : cfg_.wire == Wire::Bf16 ? "bf16"
                                 : "fp16",
@@ -214,7 +220,7 @@ void Loop<T>::step(int64_t gstep, size_t s) {
   sync_.begin(slot, g);
   T scale = T(1) / static_cast<T>(sampler_.batch_size(s));  // local sums add up to the global mean
   std::function<void(int)> ready;
-  if (cfg_.overlap) ready = [&](int layer) { sync_.layer_ready(slot, layer); };
+  if (cfg_.overlap && !sync_.blocking()) ready = [&](int layer) { sync_.layer_ready(slot, layer); };
   win_loss_ += model_.loss_grad(params_.data(), xb_.data(), yb_.data(), static_cast<int>(idx.size()), scale, g, ready);
   sync_.launch_rest(slot);
   if (gstep >= cfg_.staleness) apply(gstep - cfg_.staleness);
