@@ -109,6 +109,11 @@ class Loop {
   Clock::time_point win_t0_;
   double train_s_ = 0;
   int64_t samples_ = 0;
+  // This rank's communication wait of each step since the last log line, and the part of all
+  // waits that no rank escaped: the last rank to arrive still waits for the data to move, so
+  // the per-step minimum over ranks is the network's share and the rest waits for slower ranks.
+  std::vector<double> step_waits_;
+  double network_s_ = 0;
 };
 
 template <class T>
@@ -233,6 +238,11 @@ void Loop<T>::log(int64_t epoch, size_t s, int64_t gstep) {
   double elapsed = since(win_t0_);
   double sums[3] = {win_loss_, win_n_, sync_.wait_seconds() - win_wait0_};
   comm_.all_reduce(std::span<double>(sums));
+  if (!step_waits_.empty()) {
+    comm_.all_reduce(std::span<double>(step_waits_), coralMin);
+    for (double w : step_waits_) network_s_ += w;
+    step_waits_.clear();
+  }
   report_.step({epoch, cfg_.epochs, static_cast<int64_t>(s), static_cast<int64_t>(sampler_.steps_per_epoch()), gstep,
                 sums[1] > 0 ? sums[0] / sums[1] : 0, win_global_ / elapsed, 100 * sums[2] / size_ / elapsed});
   win_loss_ = win_n_ = win_global_ = 0;
@@ -284,8 +294,10 @@ Result Loop<T>::run() {
     auto t_epoch = Clock::now();
     for (size_t s = static_cast<size_t>(gstep % spe); s < static_cast<size_t>(spe) && gstep < total; s++) {
       auto t0 = Clock::now();
+      double wait0 = sync_.wait_seconds();
       step(gstep, s);
       train_s_ += since(t0);
+      step_waits_.push_back(sync_.wait_seconds() - wait0);
       samples_ += static_cast<int64_t>(sampler_.batch_size(s));
       gstep++;
       bool end_of_epoch = s + 1 == static_cast<size_t>(spe);
@@ -309,10 +321,13 @@ Result Loop<T>::run() {
   r.seconds = train_s_;
   r.samples_per_s = train_s_ > 0 ? static_cast<double>(samples_) / train_s_ : 0;
   r.comm_wait_pct = train_s_ > 0 ? 100 * sync_.wait_seconds() / train_s_ : 0;
+  // Rank 0's numbers, as the rest of the line: its own wait, split with the network share.
+  r.network_wait_pct = train_s_ > 0 ? 100 * network_s_ / train_s_ : 0;
   report_.line(
       fmt::format("final: test accuracy {:.2f}% test loss {:.4f} after {} steps; {:.1f} s training, {:.0f} "
-                  "samples/s, comm wait {:.1f}%",
-                  100 * r.test_accuracy, r.test_loss, gstep, r.seconds, r.samples_per_s, r.comm_wait_pct));
+                  "samples/s, comm wait {:.1f}% (network {:.1f}%, slower ranks {:.1f}%)",
+                  100 * r.test_accuracy, r.test_loss, gstep, r.seconds, r.samples_per_s, r.comm_wait_pct,
+                  r.network_wait_pct, std::max(0.0, r.comm_wait_pct - r.network_wait_pct)));
   if (rank_ == 0 && !cfg_.dump_params.empty()) {
     std::vector<double> p(params_.begin(), params_.end());
     std::ofstream out(cfg_.dump_params, std::ios::binary);

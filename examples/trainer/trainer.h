@@ -39,6 +39,7 @@ struct Result {
   double test_accuracy = 0, test_loss = 0;
   int64_t steps = 0;
   double seconds = 0, samples_per_s = 0, comm_wait_pct = 0;
+  double network_wait_pct = 0;  // the part of comm_wait_pct every rank waited (see trainer.cc)
 };
 
 // Runs training on every rank of comm; throws std::exception with a clear message on bad input.

@@ -57,6 +57,24 @@ echo "== replicas"
 "$run" -n 3 --timeout 60 "$train" --epochs 1 --inject-divergence 1 >"$tmp/div.log" 2>&1 \
   && bad "divergence not detected" || { grep -q "replicas differ" "$tmp/div.log" && ok "divergence detected" || bad "divergence message"; }
 
+echo "== comm wait: the network's share and the wait for slower ranks"
+# final: ... comm wait X% (network Y%, slower ranks Z%): Y + Z = X. A busy loop on rank 1's CPU
+# (ranks are pinned by default) makes rank 0 wait mostly for rank 1.
+wait_parts() { sed -n 's/.*comm wait \([0-9.]*\)% (network \([0-9.]*\)%, slower ranks \([0-9.]*\)%).*/\1 \2 \3/p' "$1"; }
+read -r cw nw sw <<<"$(wait_parts "$tmp/rep.log")"
+[ -n "${sw:-}" ] && python3 -c "import sys; c,n,s=map(float,sys.argv[1:]); sys.exit(not (abs(n+s-c) <= 0.15 and n <= c))" "$cw" "$nw" "$sw" \
+  && ok "comm wait $cw% = network $nw% + slower ranks $sw%" || bad "comm wait split: '$(grep final "$tmp/rep.log")'"
+if [ "$(nproc)" -ge 2 ]; then
+  cpu1=$("$run" -n 2 --no-prefix bash -c '[ "$CORAL_RANK" = 1 ] && awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status; true')
+  taskset -c "$cpu1" bash -c 'while :; do :; done' &
+  busy=$!
+  "$run" -n 2 --timeout 120 "$train" --epochs 5 --log-every 1000 >"$tmp/slow.log" 2>&1 || bad "run beside a busy loop"
+  kill $busy
+  read -r cw nw sw <<<"$(wait_parts "$tmp/slow.log")"
+  [ -n "${sw:-}" ] && python3 -c "import sys; n,s=map(float,sys.argv[1:]); sys.exit(not s > n)" "$nw" "$sw" \
+    && ok "a rank sharing its core is seen as slower ($sw% vs network $nw%)" || bad "slow rank: '$(grep final "$tmp/slow.log")'"
+fi
+
 echo "== modes that must still learn (digits, 20 epochs)"
 i=0
 for mode in "" "--grad-comm bf16" "--grad-comm fp16" "--staleness 1" "--staleness 2 --no-overlap" "--optimizer sgd --clip 1 --warmup 10" "--bucket-mb 0.01"; do
