@@ -34,14 +34,16 @@ CORAL_TRAINER_CLONES void sgd_update(size_t n, T* __restrict params, const T* __
   }
 }
 
+// The bias corrections are folded into two scalars (as PyTorch's Adam does): one division and
+// one square root per element instead of three divisions, the loop's bottleneck.
 template <class T>
 CORAL_TRAINER_CLONES void adam_update(size_t n, T* __restrict params, const T* __restrict g, T* __restrict m,
-                                      T* __restrict v, T lr, T wd, T b1, T b2, T c1, T c2, T eps) {
+                                      T* __restrict v, T step_size, T wd, T b1, T b2, T inv_sqrt_c2, T eps) {
   for (size_t i = 0; i < n; i++) {
     T gi = g[i] + wd * params[i];
     m[i] = b1 * m[i] + (1 - b1) * gi;
     v[i] = b2 * v[i] + (1 - b2) * gi * gi;
-    params[i] -= lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+    params[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
   }
 }
 
@@ -67,9 +69,10 @@ double Optimizer<T>::step(T* params, T* g, int64_t global_batch) {
     sgd_update(n, params, g, m_.data(), lr, wd, static_cast<T>(c_.momentum));
     return norm;
   }
-  T c1 = static_cast<T>(1 - std::pow(c_.beta1, static_cast<double>(t_)));
-  T c2 = static_cast<T>(1 - std::pow(c_.beta2, static_cast<double>(t_)));
-  adam_update(n, params, g, m_.data(), v_.data(), lr, wd, static_cast<T>(c_.beta1), static_cast<T>(c_.beta2), c1, c2,
+  double c1 = 1 - std::pow(c_.beta1, static_cast<double>(t_));
+  double c2 = 1 - std::pow(c_.beta2, static_cast<double>(t_));
+  adam_update(n, params, g, m_.data(), v_.data(), static_cast<T>(static_cast<double>(lr) / c1), wd,
+              static_cast<T>(c_.beta1), static_cast<T>(c_.beta2), static_cast<T>(1 / std::sqrt(c2)),
               static_cast<T>(c_.eps));
   return norm;
 }
