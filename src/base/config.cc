@@ -98,6 +98,10 @@ const std::vector<Knob>& knobs() {
             "RDMA messages this large whose source stays put are written from the user's buffer (registered "
             "through the cache)."),
       bytes("CORAL_IB_REG_CACHE_BYTES", "1G", 0, kInf, 1, "Pinned bytes the RDMA registration cache may keep."),
+      integer("CORAL_CHECK_ROOTS", "1", 0, 1,
+              "1: broadcast, reduce, gather and scatter first agree on the root (an 8-byte all-reduce), so ranks "
+              "that pass different roots all fail at once, naming both, instead of hanging; 0: skip that "
+              "check (saves its latency on small rooted calls)."),
       integer("CORAL_TUNE_PROBE", "1", 0, 1,
               "1: a multi-host communicator measures its link classes at start (a few ms) for the tuner's cost "
               "model; 0: the defaults (shared memory and a 100 Gb/s network)."),

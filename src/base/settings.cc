@@ -17,6 +17,7 @@ Settings Settings::from_env() {
   s.transport = get_string("CORAL_TRANSPORT");
   s.cuda_ipc_slot_bytes = get_bytes("CORAL_CUDA_IPC_SLOT_BYTES");
   s.gpu_stage_bytes = get_bytes("CORAL_GPU_STAGE_BYTES");
+  s.check_roots = get_int("CORAL_CHECK_ROOTS") != 0;
   return s;
 }
 

@@ -17,6 +17,7 @@ struct Settings {
   std::string transport = "auto";          // CORAL_TRANSPORT
   uint64_t cuda_ipc_slot_bytes = 4 << 20;  // CORAL_CUDA_IPC_SLOT_BYTES
   uint64_t gpu_stage_bytes = 4 << 20;      // CORAL_GPU_STAGE_BYTES
+  bool check_roots = true;                 // CORAL_CHECK_ROOTS
 
   // Every knob in the environment is validated (a bad one anywhere fails here, naming it), then
   // these are read.

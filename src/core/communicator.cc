@@ -33,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 // The settings that decide which schedule a call runs. Ranks that disagree on one would run
 // different schedules and wait on each other until the timeout, so they are compared at start.
 std::vector<std::pair<std::string, std::string>> schedule_settings(const collectives::TuneParams& t, size_t chunk,
-                                                                   bool probe) {
+                                                                   bool probe, bool check_roots) {
   std::string algo = collectives::algo_name(t.forced);
   for (const collectives::SizeRule& r : t.rules)
     algo += fmt::format(";{}:{}-{}:{}", collectives::coll_name(r.coll), r.lo, r.hi, collectives::algo_name(r.algo));
@@ -41,7 +41,22 @@ std::vector<std::pair<std::string, std::string>> schedule_settings(const collect
           {"CORAL_SMALL_BYTES", std::to_string(t.small_bytes)},
           {"CORAL_TUNE_TRIALS", t.trials ? "1" : "0"},
           {"CORAL_CHUNK_BYTES", std::to_string(chunk)},
-          {"CORAL_TUNE_PROBE", probe ? "1" : "0"}};
+          {"CORAL_TUNE_PROBE", probe ? "1" : "0"},
+          {"CORAL_CHECK_ROOTS", check_roots ? "1" : "0"}};
+}
+
+bool rooted(collectives::Coll c) {
+  using collectives::Coll;
+  return c == Coll::Broadcast || c == Coll::Reduce || c == Coll::Gather || c == Coll::Scatter;
+}
+
+// What every rank of a v-collective must pass alike: the recvcounts (the displacements only
+// place blocks in this rank's own buffer, and MPI lets them differ between ranks).
+uint64_t v_signature(const collectives::CollArgs& a) {
+  if (!a.v || a.coll == collectives::Coll::AllToAllv) return 0;  // all-to-all-v: checked pairwise by size
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t c : a.v->recv_counts) h = (h ^ c) * 0x100000001b3ull;
+  return h;
 }
 
 }  // namespace
@@ -67,7 +82,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
 
   transport::PeerInfo me{rank, static_cast<int>(getpid()), host_id()};
   const bool probe = settings_.tune_probe;
-  const auto settings = schedule_settings(tune, settings_.chunk_bytes, probe);
+  const auto settings = schedule_settings(tune, settings_.chunk_bytes, probe, settings_.check_roots);
   // One record per rank: who it is, and the settings every rank must share.
   bootstrap::Record mine("peer record", rank);
   mine.add("nranks", nranks).add("pid", me.pid).add("host", me.host_id);
@@ -240,12 +255,29 @@ void Communicator::check_usable() const {
   if (failed_ != coralSuccess) fail(failed_, "communicator is unusable after an earlier failure: " + failure_);
 }
 
+// Ranks that pass different roots would each run another rank's tree: some return at once,
+// others wait for data that never comes. One 8-byte all-reduce of (root, ~root) under max
+// tells every rank whether all roots agree, and which two differ.
+void Communicator::agree_root(const collectives::CollArgs& a, bool background) {
+  uint32_t mine[2] = {static_cast<uint32_t>(a.root), ~static_cast<uint32_t>(a.root)}, all[2];
+  Call c = make_call(collectives::Coll::AllReduce, mine, all, 2, coralUint32, coralMax, 0);
+  {
+    Override<bool> agreeing(agreeing_, true);
+    execute(c, background);
+  }
+  if (all[0] != ~all[1])
+    fail(coralInvalidUsage, fmt::format("rank {}: {} #{}: ranks passed different roots, {} and {} (this rank "
+                                        "passed {}); every rank must pass the same root",
+                                        rank_, collectives::coll_name(a.coll), coll_seq_, ~all[1], all[0], a.root));
+}
+
 void Communicator::execute(Call& c, bool background, bool device) {
   check_usable();
   collectives::CollArgs& a = c.args;
   a.rank = rank_;
   a.nranks = nranks_;
   a.hosts = &host_index_;
+  if (nranks_ > 1 && rooted(a.coll) && settings_.check_roots && !agreeing_) agree_root(a, background);
   if (c.premul.on) {
     if (device) fail(coralInternalError, "a device PreMulSum call reached the executor unscaled");
     prescale(c);
@@ -284,8 +316,8 @@ void Communicator::execute(Call& c, bool background, bool device) {
   else if (a.coll == collectives::Coll::Recv)
     salt = p2p_seq_recv_[a.root]++;
   else
-    // A v-collective's count is this rank's own: it differs between ranks.
-    salt = coll_seq_++ * 1000003u + (a.v ? 0 : a.count * 31u) + static_cast<uint64_t>(a.root);
+    // A v-collective's count is this rank's own and differs between ranks: its signature counts.
+    salt = coll_seq_++ * 1000003u + (a.v ? v_signature(a) : a.count * 31u) + static_cast<uint64_t>(a.root);
   // Point-to-point messages match a Send with a Recv, whatever their dtypes.
   collectives::Coll tag_coll = a.coll == collectives::Coll::Recv ? collectives::Coll::Send : a.coll;
   const bool p2p = is_p2p(c);

@@ -149,6 +149,8 @@ class Communicator {
   void wait_idle();
   // After a trial's last timed call: the ranks' scores combined, and the pick kept.
   void agree(collectives::Trial& trial, const collectives::CollArgs& args, bool background);
+  // Before a rooted collective: all ranks agree on its root, or all fail with coralInvalidUsage.
+  void agree_root(const collectives::CollArgs& a, bool background);
 
   std::shared_ptr<bootstrap::Store> store_;
   std::string prefix_;

@@ -81,13 +81,19 @@ struct DeviceMem {
 [[noreturn, gnu::cold, gnu::noinline]] void mismatch(int peer, const transport::Message& m, size_t bytes,
                                                      uint64_t tag) {
   std::string theirs = describe_tag(m.tag), ours = describe_tag(tag);
-  fail(coralInvalidUsage, theirs != ours
-                              ? fmt::format("rank {} sent data for '{}' while this rank runs '{}': ranks called "
-                                            "different collectives",
-                                            peer, theirs, ours)
-                              : fmt::format("rank {} sent {} bytes where {} were expected: ranks passed different "
-                                            "counts or roots to '{}'",
-                                            peer, m.bytes, bytes, ours));
+  if (theirs != ours)
+    fail(coralInvalidUsage, fmt::format("rank {} sent data for '{}' while this rank runs '{}': ranks called "
+                                        "different collectives",
+                                        peer, theirs, ours));
+  if (m.bytes != bytes)
+    fail(coralInvalidUsage, fmt::format("rank {} sent {} bytes where {} were expected: ranks passed different "
+                                        "counts to '{}'",
+                                        peer, m.bytes, bytes, ours));
+  // Same collective and size: the signature (count, root, a v-collective's recvcounts, the
+  // call's number) differs.
+  fail(coralInvalidUsage, fmt::format("rank {} sent data for another '{}' call: ranks passed different counts (the "
+                                      "recvcounts of a v-collective), or one rank skipped or added a call",
+                                      peer, ours));
 }
 
 // The run of posted sends of one buffer (the one-shot all-reduce's) that begins at step i: its

@@ -309,6 +309,66 @@ TEST_CASE("mismatched collectives fail with a clear error instead of hanging") {
   unsetenv("CORAL_TIMEOUT");
 }
 
+TEST_CASE("ranks that pass different roots all fail at once, naming both") {
+  setenv("CORAL_TIMEOUT", "10", 1);
+  for (Coll coll : {Coll::Broadcast, Coll::Reduce, Coll::Gather, Coll::Scatter}) {
+    const int p = 4;
+    std::string err = on_threads(
+        p, fmt::format("roots{}", static_cast<int>(coll)), [coll](int rank, coral::Communicator& comm) -> std::string {
+          std::vector<float> a(4 * 64, 1.0f), b(4 * 64, 0.0f);
+          coral::Call c = coral::make_call(coll, a.data(), b.data(), 64, coralFloat32, coralSum, rank == 3 ? 1 : 0);
+          try {
+            comm.run(c);
+            return fmt::format("rank {}: {} with mismatched roots succeeded", rank,
+                               coral::collectives::coll_name(coll));
+          } catch (const coral::Error& e) {
+            std::string what = e.what();
+            if (e.code() != coralInvalidUsage || what.find("different roots, 0 and 1") == std::string::npos)
+              return fmt::format("rank {}: code {}: {}", rank, static_cast<int>(e.code()), what);
+          }
+          // The communicator stays usable: nothing moved.
+          float one = 1, sum = 0;
+          coral::Call ar = coral::make_call(Coll::AllReduce, &one, &sum, 1, coralFloat32, coralSum, 0);
+          comm.run(ar);
+          return sum == 4 ? "" : fmt::format("rank {}: all-reduce after the mismatch gave {}", rank, sum);
+        });
+    CHECK(err == "");
+  }
+  unsetenv("CORAL_TIMEOUT");
+}
+
+TEST_CASE("v-collectives: different recvcounts fail on every rank without a timeout") {
+  setenv("CORAL_TIMEOUT", "10", 1);
+  for (Coll coll : {Coll::AllGatherv, Coll::ReduceScatterv}) {
+    const int p = 3;
+    std::vector<std::string> errors(p);
+    on_threads(p, fmt::format("vsig{}", static_cast<int>(coll)),
+               [coll, &errors](int rank, coral::Communicator& comm) -> std::string {
+                 auto v = std::make_shared<coral::collectives::VCounts>();
+                 // Rank 2 thinks rank 0's block has 5 elements, the others 4: the sizes that
+                 // travel can still agree (rank 0 sends its own 4 either way).
+                 v->recv_counts = {rank == 2 ? 5u : 4u, 6, 7};
+                 v->recv_displs = {0, 5, 11};
+                 std::vector<float> a(64, 1.0f), b(64, 0.0f);
+                 coral::Call c =
+                     coral::make_call(coll, a.data(), b.data(), v->recv_counts[rank], coralFloat32, coralSum, 0);
+                 c.args.v = v;
+                 try {
+                   comm.run(c);
+                 } catch (const coral::Error& e) {
+                   errors[rank] = e.what();
+                 }
+                 return "";
+               });
+    for (int r = 0; r < p; ++r) {
+      INFO("rank " << r << ": " << errors[r]);
+      CHECK(!errors[r].empty());
+      CHECK_THAT(errors[r], !Catch::Contains("timed out"));
+    }
+  }
+  unsetenv("CORAL_TIMEOUT");
+}
+
 TEST_CASE("every rank gets bit-identical results from inexact float inputs") {
   for (const char* algo : {"auto", "ring", "rd", "oneshot", "twoshot", "rhd", "tree"}) {
     setenv("CORAL_ALGO", algo, 1);
