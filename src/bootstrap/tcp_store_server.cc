@@ -108,6 +108,9 @@ struct TcpStoreServer::Impl {
       wire::Header h;
       std::memcpy(&h, c.in.data() + pos, sizeof h);
       std::string why = wire::check_header(h, false);
+      // Before the hello only a hello may come: anything else is refused on its header, before
+      // its (up to kMaxValue) bytes are buffered for a peer that never proved it is in the job.
+      if (why.empty() && !c.authed && static_cast<wire::Msg>(h.type) != wire::Msg::Hello) why = "no hello";
       if (!why.empty()) {
         log::warn(log::Boot, "store: refused connection from {}: {}", c.peer, why);
         if (!c.authed) refused->fetch_add(1);

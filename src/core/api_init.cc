@@ -11,6 +11,7 @@
 #include "base/socket.h"
 #include "bootstrap/launcher_env.h"
 #include "bootstrap/tcp_store.h"
+#include "bootstrap/unique_id.h"
 #include "core/api_checks.h"
 #include "core/communicator.h"
 #include "core/guard.h"
@@ -19,16 +20,6 @@ namespace {
 
 using coral::fail;
 using coral::capi::guard;
-
-constexpr char kIdMagic[8] = {'C', 'R', 'L', 'I', 'D', '0', '1', 0};
-
-struct IdLayout {
-  char magic[8];
-  char addr[72];
-  uint8_t secret[coral::bootstrap::wire::kSecretBytes];
-  char pad[CORAL_UNIQUE_ID_BYTES - 8 - 72 - coral::bootstrap::wire::kSecretBytes];
-};
-static_assert(sizeof(IdLayout) == CORAL_UNIQUE_ID_BYTES);
 
 double timeout_s() { return coral::config::get_double("CORAL_TIMEOUT"); }
 
@@ -78,11 +69,10 @@ coralResult_t coralGetUniqueId(coralUniqueId* id) {
     coral::bootstrap::wire::Secret secret = coral::bootstrap::wire::random_secret();
     auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_s() * 1000));
     int port = coral::bootstrap::start_detached_store_server(coral::net::resolve("0.0.0.0", 0), secret, ms);
-    IdLayout l{};
-    std::memcpy(l.magic, kIdMagic, sizeof kIdMagic);
-    std::snprintf(l.addr, sizeof l.addr, "%s:%d", coral::net::default_host_address().c_str(), port);
-    std::memcpy(l.secret, secret.data(), secret.size());
-    std::memcpy(id->internal, &l, sizeof l);
+    const std::string host = coral::net::default_host_address();
+    coral::bootstrap::encode_unique_id(
+        {(host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port), secret},
+        id->internal);
   });
 }
 
@@ -100,18 +90,14 @@ coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUnique
     if (rank < 0 || rank >= nranks)
       fail(coralInvalidArgument,
            "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(nranks) + ")");
-    IdLayout l;
-    std::memcpy(&l, commId.internal, sizeof l);
-    if (std::memcmp(l.magic, kIdMagic, sizeof kIdMagic) != 0 || !memchr(l.addr, 0, sizeof l.addr))
-      fail(coralInvalidArgument, "commId was not made by coralGetUniqueId");
+    const coral::bootstrap::UniqueId uid = coral::bootstrap::decode_unique_id(commId.internal);
     const Options opt = options_of(config);
     background = !opt.blocking;
-    coral::bootstrap::wire::Secret secret;
-    std::memcpy(secret.data(), l.secret, secret.size());
+    const coral::bootstrap::wire::Secret secret = uid.secret;
     // Communicators are numbered in creation order on this rank (next_prefix): a background
     // creation takes its number now, so that one created after it cannot take the same.
     const std::string prefix = next_prefix(coral::bootstrap::wire::secret_to_hex(secret).substr(0, 16), rank);
-    const std::string addr = l.addr;
+    const std::string addr = uid.addr;
     auto create = [secret, addr, prefix, opt, nranks, rank] {
       const double timeout = opt.timeout_s > 0 ? opt.timeout_s : timeout_s();
       auto ms = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));

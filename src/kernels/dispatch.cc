@@ -1,3 +1,7 @@
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <iterator>
 #include <mutex>
 #include <string>
@@ -95,6 +99,14 @@ const Table* table_for(Isa isa) {
   }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID leaf 1, ECX bit 29: read directly because clang's __builtin_cpu_supports has no "f16c".
+bool has_f16c() {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 bool cpu_supports(Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
@@ -102,10 +114,10 @@ bool cpu_supports(Isa isa) {
     case Isa::Scalar:
       return true;
     case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+      return __builtin_cpu_supports("avx2") && has_f16c() && __builtin_cpu_supports("fma");
     case Isa::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("avx512vl") && has_f16c();
   }
   return false;
 #else

@@ -1,15 +1,33 @@
 #!/bin/bash
-# Fuzzes the topology loaders with libFuzzer (clang, ASan, UBSan) for a while.
-# Usage: tests/fuzz/run.sh [SECONDS]   (default 120); new interesting inputs go to a scratch
-# corpus; copy the few worth keeping into tests/fuzz/corpus/topology/.
+# Fuzzes Coral's parsers with libFuzzer (clang, ASan, UBSan) for a while.
+# Usage: tests/fuzz/run.sh [TARGET|all] [SECONDS]   (default: all, 120 s each)
+#   TARGET: topology, store_wire, tcp_frame, ibverbs_record, cuda_ipc_record, unique_id, algo_string
+# Builds build-fuzz (FUZZ_BUILD) with clang and -Dfuzz=true. New interesting inputs go to a
+# scratch corpus under it; copy the few worth keeping into tests/fuzz/corpus/TARGET/. The last
+# line of each run (executions, coverage) goes to build-fuzz/TARGET.log.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-secs=${1:-120}
+target=${1:-all} secs=${2:-120}
 out=${FUZZ_BUILD:-build-fuzz}
-mkdir -p "$out/corpus"
-cp -n tests/fuzz/corpus/topology/* "$out/corpus/" 2>/dev/null || true
-clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -Isrc $(pkg-config --cflags pugixml nlohmann_json fmt) \
-  tests/fuzz/fuzz_topology.cc src/topology/{model,json,nccl_xml,render}.cc \
-  $(pkg-config --libs pugixml fmt) -o "$out/fuzz_topology"
-"$out/fuzz_topology" -max_total_time="$secs" -max_len=4096 "$out/corpus" tests/fixtures/topology
+all="topology store_wire tcp_frame ibverbs_record cuda_ipc_record unique_id algo_string"
+[ "$target" = all ] && targets=$all || targets=$target
+for t in $targets; do
+  [[ " $all " == *" $t "* ]] || { echo "run.sh: unknown target '$t' (one of: $all)" >&2; exit 2; }
+done
+if [ ! -f "$out/build.ninja" ]; then
+  CC=clang CXX=clang++ meson setup "$out" -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dbuildtype=debugoptimized -Dcuda=disabled -Dnccl=disabled -Dtorch=disabled -Dmpi=disabled \
+    -Dtrainer=disabled -Dbench=false >/dev/null
+fi
+ninja -C "$out" $(for t in $targets; do echo "tests/fuzz_$t"; done)
+for t in $targets; do
+  mkdir -p "$out/corpus/$t"
+  cp -n tests/fuzz/corpus/$t/* "$out/corpus/$t/" 2>/dev/null || true
+  seeds=()
+  [ "$t" = topology ] && seeds=(tests/fixtures/topology)
+  echo "== fuzz_$t for $secs s"
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    "$out/tests/fuzz_$t" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
+    -artifact_prefix="$out/crash-$t-" "$out/corpus/$t" "${seeds[@]}" 2>&1 | tee "$out/$t.full.log" | tail -3
+  grep -E "^#[0-9]+.*(DONE|pulse|NEW|REDUCE)" "$out/$t.full.log" | tail -1 > "$out/$t.log" || true
+done
