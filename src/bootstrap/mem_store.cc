@@ -21,14 +21,14 @@ Bytes MemStore::get(const std::string& key, std::chrono::milliseconds timeout) {
 
 int64_t MemStore::add(const std::string& key, int64_t delta) {
   std::lock_guard<std::mutex> lock(mu_);
-  int64_t v = 0;
+  uint64_t v = 0;  // wraps like the TCP store's counters
   Bytes& b = data_[key];
   if (b.size() == sizeof v) std::memcpy(&v, b.data(), sizeof v);
-  v += delta;
+  v += static_cast<uint64_t>(delta);
   b.resize(sizeof v);
   std::memcpy(b.data(), &v, sizeof v);
   cv_.notify_all();
-  return v;
+  return static_cast<int64_t>(v);
 }
 
 }  // namespace coral::bootstrap

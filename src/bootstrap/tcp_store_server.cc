@@ -85,7 +85,9 @@ struct TcpStoreServer::Impl {
         answer_waiters();
         return true;
       case wire::Msg::Add: {
-        int64_t v = 0, d = 0;
+        // Counters wrap (two's complement) instead of overflowing a signed add, which is
+        // undefined: a peer's delta is whatever it sent.
+        uint64_t v = 0, d = 0;
         std::memcpy(&d, value.data(), 8);
         Bytes& b = data[key];
         if (b.size() == 8) std::memcpy(&v, b.data(), 8);
