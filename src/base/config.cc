@@ -102,6 +102,10 @@ const std::vector<Knob>& knobs() {
               "1: broadcast, reduce, gather and scatter first agree on the root (an 8-byte all-reduce), so ranks "
               "that pass different roots all fail at once, naming both, instead of hanging; 0: skip that "
               "check (saves its latency on small rooted calls)."),
+      text("CORAL_DUMP_ON_TIMEOUT", "",
+           "A file (or directory) where a rank whose operation fails on a timeout or a peer's abort, or that gets "
+           "SIGUSR1, appends its flight recorder (its recent operations) as JSON lines; empty: SIGUSR1 dumps to "
+           "stderr and timeouts dump nothing."),
       integer("CORAL_TUNE_PROBE", "1", 0, 1,
               "1: a multi-host communicator measures its link classes at start (a few ms) for the tuner's cost "
               "model; 0: the defaults (shared memory and a 100 Gb/s network)."),

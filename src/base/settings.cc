@@ -18,6 +18,7 @@ Settings Settings::from_env() {
   s.cuda_ipc_slot_bytes = get_bytes("CORAL_CUDA_IPC_SLOT_BYTES");
   s.gpu_stage_bytes = get_bytes("CORAL_GPU_STAGE_BYTES");
   s.check_roots = get_int("CORAL_CHECK_ROOTS") != 0;
+  s.dump_on_timeout = get_string("CORAL_DUMP_ON_TIMEOUT");
   return s;
 }
 

@@ -18,6 +18,7 @@ struct Settings {
   uint64_t cuda_ipc_slot_bytes = 4 << 20;  // CORAL_CUDA_IPC_SLOT_BYTES
   uint64_t gpu_stage_bytes = 4 << 20;      // CORAL_GPU_STAGE_BYTES
   bool check_roots = true;                 // CORAL_CHECK_ROOTS
+  std::string dump_on_timeout;             // CORAL_DUMP_ON_TIMEOUT
 
   // Every knob in the environment is validated (a bad one anywhere fails here, naming it), then
   // these are read.

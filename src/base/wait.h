@@ -43,6 +43,8 @@ class WaitMonitor {
   // peer uses it to spot, on another channel, a message of a different operation: ranks called
   // different collectives, and the one awaited will never come.
   uint64_t tag = 0;
+  // Where the executor publishes the schedule step it runs (the flight recorder's board), or null.
+  std::atomic<uint32_t>* step_word = nullptr;
   int spin = 20000;                        // polls before sleeping on the futex
   int pause_polls = 1000;                  // of which the first ones only pause; later ones yield the core
   long sleep_slice_ns = 20 * 1000 * 1000;  // shorter when network transports need polling

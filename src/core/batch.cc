@@ -52,11 +52,14 @@ std::shared_ptr<Request> Communicator::submit_group(std::vector<Call> calls) {
   return req;
 }
 
-void Communicator::drive(P2PEngine& engine, const std::function<void()>& between) {
+bool Communicator::drive(P2PEngine& engine, const std::function<void()>& between) {
   // A new monitor after each move: the timeout counts how long nothing moved.
   std::optional<PeerMonitor> mon;
+  bool published = false;
   auto fresh = [&] {
-    mon.emplace(rank_, host_.domain_of.data(), host_.polled, timeout_s_, "point-to-point", 0, 0, host_.cpu_gate);
+    published = published || (mon && mon->published());
+    mon.emplace(rank_, host_.domain_of.data(), host_.polled, timeout_s_, "point-to-point", 0, 0, host_.cpu_gate,
+                &flight_peers_);
   };
   fresh();
   int idle = 0;
@@ -90,6 +93,7 @@ void Communicator::drive(P2PEngine& engine, const std::function<void()>& between
     }
   }
   for (auto& d : host_.domains) d->drain(*mon);
+  return published || mon->published();
 }
 
 void Communicator::run_batch(std::shared_ptr<Request>& first) {
@@ -105,14 +109,17 @@ void Communicator::run_batch(std::shared_ptr<Request>& first) {
   };
   owners.push_back(first);
   adopted.push_back(false);
+  bool published = false;
   try {
     check_usable();
     if (!first->group.empty())
       for (Call& c : first->group)
         if (!is_p2p(c)) execute(c, true);
-    engine.add(p2p_ops(*first));
+    const auto ops = p2p_ops(*first);
+    flight_->start(kFlightBatch, ++batch_seq_, ops.size(), "p2p", 1);
+    engine.add(ops);
     size_t open = 0;  // owners before it are all finished: a long-lived batch stays cheap
-    drive(engine, [&] {
+    published = drive(engine, [&] {
       for (size_t id = open; id < owners.size(); ++id)
         if (owners[id] && engine.owner_done(id)) finish(id, coralSuccess, "");
       while (open < owners.size() && !owners[open]) ++open;
@@ -122,6 +129,7 @@ void Communicator::run_batch(std::shared_ptr<Request>& first) {
         engine.add(p2p_ops(*owners.back()));
       }
     });
+    end_flight(coralSuccess, published, "");
     for (size_t id = 0; id < owners.size(); ++id) finish(id, coralSuccess, "");
   } catch (const Error& e) {
     std::string msg = e.what();
@@ -129,6 +137,7 @@ void Communicator::run_batch(std::shared_ptr<Request>& first) {
       msg = fmt::format("rank {}: {}", rank_, e.what());
       record_failure(e.code(), msg);
     }
+    end_flight(e.code(), published, msg);
     for (size_t id = 0; id < owners.size(); ++id) finish(id, e.code(), msg);
   } catch (const std::exception& e) {
     // Tags were drawn for messages that never went: later ones would not match.

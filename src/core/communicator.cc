@@ -142,6 +142,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   for (const auto& q : peers)
     host_index_.push_back(host_ids.emplace(q.host_id, static_cast<int>(host_ids.size())).first->second);
   tune.hosts = static_cast<int>(host_ids.size());
+  start_flight();
   log::info(log::Init, "{} local ranks on {} cpus: {}", local, ncpu,
             pause_polls_ ? "spin, then yield" : "yield at once");
   p2p_seq_send_.assign(nranks, 0);
@@ -328,7 +329,13 @@ void Communicator::execute(Call& c, bool background, bool device) {
   // caller's computation, which is what non-blocking calls exist to overlap.
   PeerMonitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_,
                   collectives::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
-                  background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate);
+                  background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate, &flight_peers_);
+  const uint32_t kind = flight_kind(a.coll, a.dtype, a.op);
+  flight_->start(kind,
+                 a.coll == collectives::Coll::Send   ? p2p_seq_send_[a.root]
+                 : a.coll == collectives::Coll::Recv ? p2p_seq_recv_[a.root]
+                                                     : coll_seq_,
+                 a.count, s.algo, s.steps.size());
   mon.tag = tag;
   if (background) {
     mon.callers_waiting = &callers_waiting_;
@@ -353,10 +360,56 @@ void Communicator::execute(Call& c, bool background, bool device) {
   } catch (const Error& e) {
     std::string msg = fmt::format("rank {}: {}", rank_, e.what());
     record_failure(e.code(), msg);
+    end_flight(e.code(), mon.published(), msg);
     fail(e.code(), msg);
   }
+  end_flight(coralSuccess, mon.published(), "");
   if (trial && tuner_.record(*trial, std::chrono::duration<double>(Clock::now() - start).count()))
     agree(*trial, a, background);
+}
+
+void Communicator::start_flight() {
+  flight_ = std::make_unique<FlightRecorder>(rank_, nranks_);
+  flight_->set_dump_path(settings_.dump_on_timeout);
+  static_assert(sizeof(FlightBoard) <= transport::Domain::kBoardBytes);
+  for (auto& d : host_.domains)
+    if (void* b = d->own_board()) {
+      flight_->place_board(b);
+      break;
+    }
+  flight_peers_.recorder = flight_.get();
+  flight_peers_.read = [this](int r) { return rank_status(r); };
+  bool one_host = true;
+  for (int h : host_index_) one_host = one_host && h == 0;
+  if (!one_host)
+    flight_peers_.publish = [this] {
+      try {
+        store_->set(fmt::format("{}/flight/{}", prefix_, rank_),
+                    bootstrap::to_bytes(FlightStatus::read(flight_->board()).to_bytes()));
+      } catch (const Error&) {  // the store is gone too: the error says what this rank knows
+      }
+    };
+}
+
+FlightStatus Communicator::rank_status(int r) {
+  if (r == rank_) return FlightStatus::read(flight_->board());
+  if (r < 0 || r >= nranks_) return {};
+  if (transport::Domain* d = host_.domain_of[r])
+    if (const void* b = d->peer_board(r)) return FlightStatus::read(*static_cast<const FlightBoard*>(b));
+  if (!flight_peers_.publish) return {};
+  try {
+    return FlightStatus::from_bytes(
+        bootstrap::to_string(store_->get(fmt::format("{}/flight/{}", prefix_, r), std::chrono::milliseconds(200))));
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+void Communicator::end_flight(coralResult_t rc, bool published, const std::string& why) {
+  flight_->finish(rc);
+  // A status published in a long wait must not outlive it: the others would read it as current.
+  if (published && flight_peers_.publish) flight_peers_.publish();
+  if (rc == coralTimeout || rc == coralRemoteError) flight_->dump(why, false);
 }
 
 void Communicator::record_failure(coralResult_t code, const std::string& msg) {

@@ -18,6 +18,7 @@
 #include "bootstrap/wire.h"
 #include "collectives/tuner/tuner.h"
 #include "core/executor.h"
+#include "core/flight.h"
 #include "core/progress.h"
 #include "transport/transport.h"
 
@@ -140,7 +141,8 @@ class Communicator {
   // (batch.cc); finishes every request it runs.
   void run_batch(std::shared_ptr<Request>& first);
   // Moves the engine's operations until all are done, calling between() before each pass.
-  void drive(P2PEngine& engine, const std::function<void()>& between);
+  // Returns whether a wait published its status (end_flight).
+  bool drive(P2PEngine& engine, const std::function<void()>& between);
   // A stream-ordered group's point-to-point calls on device buffers, staged through pinned
   // host memory (gpu_group.cc).
   void run_stream_p2p(Request& r);
@@ -215,6 +217,15 @@ class Communicator {
   std::atomic<coralResult_t> failed_{coralSuccess};
   std::string failure_;
   std::string last_error_;
+
+  // The flight recorder and how monitors read the ranks' boards (flight.h).
+  std::unique_ptr<FlightRecorder> flight_;
+  FlightPeers flight_peers_;
+  void start_flight();
+  FlightStatus rank_status(int r);
+  // An operation ended: the recorder notes it; a failure dumps it (CORAL_DUMP_ON_TIMEOUT).
+  void end_flight(coralResult_t rc, bool published, const std::string& why);
+  uint64_t batch_seq_ = 0;
 
   std::mutex exec_mu_;  // one operation at a time
   ProgressQueue queue_{rank_, [this](std::shared_ptr<Request>& r) { run_queued(r); }};

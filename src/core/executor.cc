@@ -271,6 +271,7 @@ struct Runner {
 
   void run_all() {
     for (size_t i = 0; i < steps.size();) {
+      if (x.monitor->step_word) x.monitor->step_word->store(static_cast<uint32_t>(i), std::memory_order_relaxed);
       if (size_t n = post(i)) {
         i += n;
         continue;

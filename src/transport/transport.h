@@ -117,6 +117,16 @@ class Domain {
   // True when give_way knows which ranks run (shared memory): waits on any transport then ask
   // this domain before yielding.
   virtual bool knows_cpus() const { return false; }
+  // A small area (kBoardBytes) this rank publishes to the peers of this domain without sending
+  // anything, and theirs: on shared memory a part of the control page they all map. The flight
+  // recorder keeps its status there, so a peer's timeout can read what this rank is doing even
+  // when it is stopped. null where the transport has none.
+  static constexpr size_t kBoardBytes = 256;
+  virtual void* own_board() { return nullptr; }
+  virtual const void* peer_board(int peer) {
+    (void)peer;
+    return nullptr;
+  }
 };
 
 struct ConnectArgs {

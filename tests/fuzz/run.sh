@@ -26,7 +26,7 @@ for t in $targets; do
   seeds=()
   [ "$t" = topology ] && seeds=(tests/fixtures/topology)
   echo "== fuzz_$t for $secs s"
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  UCX_HANDLE_ERRORS=none UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     "$out/tests/fuzz_$t" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
     -artifact_prefix="$out/crash-$t-" "$out/corpus/$t" "${seeds[@]}" 2>&1 | tee "$out/$t.full.log" | tail -3
   grep -E "^#[0-9]+.*(DONE|pulse|NEW|REDUCE)" "$out/$t.full.log" | tail -1 > "$out/$t.log" || true

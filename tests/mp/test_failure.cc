@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -21,6 +22,9 @@ struct Child {
   int report;  // read end: "ready\n", then the final result line
 };
 
+// A rank that stops calling after this many all-reduces (-1: none), and which rank.
+int g_lagger = -1, g_lag_after = 0;
+
 // Child body: init, say ready, all-reduce until something fails, report code and message.
 [[noreturn]] void child(int rank, int nranks, int id_in, int id_out[], int report) {
   coralUniqueId id;
@@ -36,8 +40,15 @@ struct Child {
   std::vector<float> buf(1 << 22, 1.0f);
   coralResult_t rc = coralSuccess;
   auto start = Clock::now();
-  while (rc == coralSuccess && Clock::now() - start < std::chrono::seconds(60))
+  int done = 0;
+  while (rc == coralSuccess && Clock::now() - start < std::chrono::seconds(60)) {
+    if (rank == g_lagger && done == g_lag_after) {
+      sleep(30);  // busy elsewhere: the others wait in the next all-reduce
+      _exit(0);
+    }
     rc = coralAllReduce(buf.data(), buf.data(), buf.size(), coralFloat32, coralSum, comm, nullptr);
+    ++done;
+  }
   std::string line = std::to_string(rc) + " " + coralGetLastError(comm) + "\n";
   (void)!write(report, line.data(), line.size());
   _exit(0);
@@ -112,6 +123,58 @@ TEST_CASE("a hung rank (SIGSTOP): the others fail within CORAL_TIMEOUT") {
   }
   CHECK(saw_timeout);
   CHECK(Clock::now() - stopped_at < std::chrono::seconds(15));
+  kill(kids[2].pid, SIGKILL);
+  for (auto& k : kids) waitpid(k.pid, nullptr, 0);
+}
+
+namespace {
+
+// The numbers N of every "allreduce #N" in s.
+std::vector<long> op_numbers(const std::string& s) {
+  std::vector<long> out;
+  for (size_t at = s.find("allreduce #"); at != std::string::npos; at = s.find("allreduce #", at + 1))
+    out.push_back(std::strtol(s.c_str() + at + 11, nullptr, 10));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a stopped rank at P=4: every other rank's error names it and the operation numbers") {
+  auto kids = start(4, "3");
+  usleep(400 * 1000);
+  kill(kids[2].pid, SIGSTOP);
+  std::vector<long> numbers;
+  for (int r : {0, 1, 3}) {
+    std::string line = read_line(kids[r].report);
+    INFO("rank " << r << ": " << line);
+    CHECK((line.rfind(std::to_string(coralTimeout) + " ", 0) == 0 ||
+           line.rfind(std::to_string(coralRemoteError) + " ", 0) == 0));
+    // The culprit, found by following who waits on whom, whichever neighbour gave up first.
+    CHECK(line.find("rank 2 is stopped") != std::string::npos);
+    const std::vector<long> n = op_numbers(line);
+    REQUIRE(!n.empty());
+    numbers.insert(numbers.end(), n.begin(), n.end());
+  }
+  // All in the same all-reduce (the stopped one is at most one behind).
+  CHECK(*std::max_element(numbers.begin(), numbers.end()) - *std::min_element(numbers.begin(), numbers.end()) <= 1);
+  kill(kids[2].pid, SIGKILL);
+  for (auto& k : kids) waitpid(k.pid, nullptr, 0);
+}
+
+TEST_CASE("a rank that skips an all-reduce is named as the one behind") {
+  g_lagger = 2;
+  g_lag_after = 5;
+  auto kids = start(4, "3");
+  g_lagger = -1;
+  for (int r : {0, 1, 3}) {
+    std::string line = read_line(kids[r].report);
+    INFO("rank " << r << ": " << line);
+    CHECK((line.rfind(std::to_string(coralTimeout) + " ", 0) == 0 ||
+           line.rfind(std::to_string(coralRemoteError) + " ", 0) == 0));
+    CHECK(line.find("rank 2, which last completed allreduce #5") != std::string::npos);
+    CHECK(line.find("rank 2 is behind") != std::string::npos);
+    CHECK(line.find("allreduce #6 (float sum") != std::string::npos);
+  }
   kill(kids[2].pid, SIGKILL);
   for (auto& k : kids) waitpid(k.pid, nullptr, 0);
 }

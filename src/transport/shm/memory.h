@@ -1,4 +1,4 @@
-// Layout of a rank's shared segment: a control page (abort flag and reason), one inbound FIFO
+// Layout of a rank's shared segment: a control page (abort flag and reason, presence, board), one inbound FIFO
 // per local rank, then (host memory only) this rank's posts and their board. Each FIFO lives in
 // the receiver's segment; the sender writes its slots. Posts live in the poster's segment.
 #pragma once
@@ -18,6 +18,7 @@ struct Control {
   std::atomic<uint32_t> claimed;  // the first aborter writes why
   char why[1016];
   Presence presence;  // what this rank waits for (written by it alone)
+  alignas(64) std::byte board[256];  // Domain::own_board: written by this rank alone
 };
 static_assert(sizeof(Control) <= 4096);
 

@@ -42,6 +42,11 @@ class ShmDomain : public Domain {
       sched_yield();
   }
   bool knows_cpus() const override { return yielder_ != nullptr; }
+  void* own_board() override { return opts_.slots ? nullptr : mine_.control()->board; }
+  const void* peer_board(int peer) override {
+    auto it = theirs_.find(peer);
+    return it == theirs_.end() || opts_.slots ? nullptr : it->second.control()->board;
+  }
 
  private:
   Geometry geo_{};

@@ -1,0 +1,138 @@
+// The flight recorder: each rank's recent operations, and a board of what it is doing now that
+// peers read when a wait times out, so the error says who is stuck and where, not only who gave
+// up. The hot path pays a few relaxed stores per operation and one per schedule step (plain
+// moves on x86); clocks are the coarse ones (a memory read).
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "collectives/schedule.h"
+#include "coral/coral.h"
+
+namespace coral {
+
+// What one rank publishes about itself. It lives where its peers can read it without messages:
+// in the shared-memory control page when the rank has local peers (transport::Domain::own_board),
+// otherwise in the recorder; ranks on other hosts see a copy in the store, written when a wait
+// has slept for a while and when it fails.
+struct FlightBoard {
+  static constexpr uint32_t kMagic = 0x464c5431;  // "FLT1"
+  std::atomic<uint32_t> magic;
+  std::atomic<uint32_t> kind;          // the current op's: coll | dtype << 8 | op << 16
+  std::atomic<uint64_t> number;        // the current op's number: collectives #1, #2 ...; send/recv per peer
+  std::atomic<uint64_t> count;         // elements
+  std::atomic<uint64_t> algo[2];       // its schedule's name, NUL-padded
+  std::atomic<uint32_t> step, nsteps;  // the schedule step it runs
+  std::atomic<uint32_t> state;         // 0: none yet, 1: running, 2: completed, 3: failed
+  std::atomic<int32_t> waiting_on;     // the rank a wait of step wait_step sleeps on
+  std::atomic<uint32_t> wait_step;
+  std::atomic<uint32_t> done_kind;  // the last completed collective's kind and number
+  std::atomic<uint64_t> done_number;
+  std::atomic<int64_t> wait_since_ms;  // CLOCK_MONOTONIC_COARSE, when that wait began sleeping
+  std::atomic<int64_t> heartbeat_ms;   // its last slice: a stopped rank's wait goes quiet
+  std::atomic<int32_t> pid;            // readers on this host ask the kernel whether it is stopped
+
+  void init();
+  // Waiting: the rank sleeps in a wait of its current step (or failed in one).
+  bool waiting() const;
+};
+static_assert(sizeof(FlightBoard) <= 128);
+
+// A plain copy of a board (read racily from a live peer: each field is one atomic load).
+struct FlightStatus {
+  bool known = false;
+  uint32_t kind = 0, step = 0, nsteps = 0, state = 0, done_kind = 0;
+  uint64_t number = 0, count = 0, done_number = 0;
+  int32_t waiting_on = -1;
+  bool waiting = false;
+  int64_t quiet_ms = -1;  // a waiting rank on this host: since its wait last ran (-1: unknown)
+  bool stopped = false;   // on this host, and its process is stopped (SIGSTOP, a debugger)
+  char algo[16] = {};
+  static FlightStatus read(const FlightBoard& b);
+  std::string to_bytes() const;  // for the store
+  static FlightStatus from_bytes(const std::string& s);
+};
+
+inline uint32_t flight_kind(collectives::Coll c, coralDataType_t t, coralRedOp_t op) {
+  return static_cast<uint32_t>(c) | static_cast<uint32_t>(t) << 8 | static_cast<uint32_t>(op) << 16;
+}
+// "allreduce #12"
+std::string op_label(uint32_t kind, uint64_t number);
+// "allreduce #12 (float sum, 4 MiB, ring step 5 of 12)"
+std::string op_detail(const FlightStatus& s);
+
+class FlightRecorder {
+ public:
+  static constexpr size_t kEntries = 256;
+  struct Entry {
+    std::atomic<uint64_t> number{0};
+    std::atomic<uint32_t> kind{0};
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> algo[2] = {};
+    std::atomic<int64_t> start_ms{0}, end_ms{0};
+    std::atomic<uint32_t> step{0}, nsteps{0};
+    std::atomic<int32_t> result{-1};  // -1: running
+    std::atomic<int32_t> waited_on{-1};
+  };
+
+  FlightRecorder(int rank, int nranks);
+  ~FlightRecorder();
+  FlightRecorder(const FlightRecorder&) = delete;
+  FlightRecorder& operator=(const FlightRecorder&) = delete;
+  // Where this rank publishes (a shared page of at least sizeof(FlightBoard) bytes), or null to
+  // keep the board in the recorder.
+  void place_board(void* at);
+  FlightBoard& board() { return *board_; }
+  int rank() const { return rank_; }
+
+  void start(uint32_t kind, uint64_t number, size_t count, const std::string& algo, size_t nsteps);
+  void finish(coralResult_t rc);
+  // From a wait's check(): it sleeps on peer.
+  void waiting_on(int peer);
+
+  // This rank's ring as JSON lines, oldest first; `why` goes on the first line.
+  std::string dump_jsonl(const std::string& why) const;
+  // CORAL_DUMP_ON_TIMEOUT: where dump() appends (a directory: a file per rank in it).
+  void set_dump_path(std::string path) { dump_path_ = std::move(path); }
+  const std::string& dump_path() const { return dump_path_; }
+  // Appends dump_jsonl to the dump path; to stderr if `or_stderr` and there is none.
+  void dump(const std::string& why, bool or_stderr) const;
+
+ private:
+  int rank_, nranks_;
+  std::string dump_path_;
+  FlightBoard own_{};
+  FlightBoard* board_;
+  Entry ring_[kEntries];
+  std::atomic<uint64_t> next_{0};  // entries written
+  Entry* cur_ = nullptr;
+};
+
+// How a timed-out wait reads the others: board(r) fills a rank's status (shared page or store);
+// false when nothing is known of it.
+using BoardReader = std::function<FlightStatus(int rank)>;
+// "waited 3 s for rank 3, which last started allreduce #12 and is in step 4 of it, waiting for
+// rank 2; rank 2 ..." following who waits on whom to the rank that is stuck or behind.
+std::string explain_wait(int me, const FlightStatus& mine, int peer, double waited_s, const BoardReader& board);
+
+int64_t coarse_now_ms();
+
+// A communicator's view of its ranks' boards, as its monitors use it.
+struct FlightPeers {
+  FlightRecorder* recorder = nullptr;
+  BoardReader read;               // any rank's status, this one's included
+  std::function<void()> publish;  // copies this rank's status to the store; null on one host
+};
+
+// Point-to-point batches are numbered apart from collectives: "point-to-point #3".
+constexpr uint32_t kFlightBatch = 1u << 24;
+
+// SIGUSR1 dumps every live recorder of the process (to CORAL_DUMP_ON_TIMEOUT's file, else
+// stderr). Registered recorders must unregister before they die.
+void register_recorder(FlightRecorder* r);
+void unregister_recorder(FlightRecorder* r);
+
+}  // namespace coral
