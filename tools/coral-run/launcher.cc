@@ -15,9 +15,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "bootstrap/tcp_store.h"
+#include "tools/coral-run/flight_table.h"
 
 namespace coral::run {
 
@@ -137,8 +139,21 @@ int launch(const Options& opt) {
   // Block before any thread exists (the store's included), so signals reach only the signalfd.
   sigset_t mask, old_mask;
   sigemptyset(&mask);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1}) sigaddset(&mask, s);
   sigprocmask(SIG_BLOCK, &mask, &old_mask);
+  // Ranks dump their flight recorders here on a timeout or SIGUSR1 (the user's path if given),
+  // so coral-run can print one table of where every rank is.
+  std::string dump_dir;
+  if (const char* d = std::getenv("CORAL_DUMP_ON_TIMEOUT"); d && *d) {
+    dump_dir = d;
+  } else {
+    char tmpl[] = "/tmp/coral-run-flight-XXXXXX";
+    if (mkdtemp(tmpl)) {
+      dump_dir = tmpl;
+      setenv("CORAL_DUMP_ON_TIMEOUT", tmpl, 1);
+    }
+  }
+  const bool own_dump_dir = dump_dir.rfind("/tmp/coral-run-flight-", 0) == 0 && !std::getenv("CORAL_RUN_KEEP_DUMPS");
   bootstrap::wire::Secret secret =
       opt.secret.empty() ? bootstrap::wire::random_secret() : bootstrap::wire::secret_from_hex(opt.secret);
   std::unique_ptr<bootstrap::TcpStoreServer> store;
@@ -188,6 +203,16 @@ int launch(const Options& opt) {
   };
   int running = opt.nranks;
   Clock::time_point all_exited{};
+  // A table is due (SIGUSR1, a timeout, a rank failing in Coral); with `then_stop`, the job
+  // stops once it is printed.
+  Clock::time_point table_at{};
+  bool then_stop = false, table_printed = false;
+  auto print_table = [&] {
+    const std::string t = flight_table(dump_dir, opt.nranks);
+    if (!t.empty())
+      std::fprintf(stderr, "coral-run: where each rank is (flight recorders, %s):\n%s", dump_dir.c_str(), t.c_str());
+    table_printed = table_printed || !t.empty();
+  };
   auto open_streams = [&] {
     return std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.fd >= 0; });
   };
@@ -213,7 +238,10 @@ int launch(const Options& opt) {
     if (fds[0].revents & POLLIN) {
       signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) == sizeof si) {
-        if (si.ssi_signo != SIGCHLD) {  // forward user signals to every rank
+        if (si.ssi_signo == SIGUSR1) {  // every rank dumps its recorder; the table follows
+          stop_all(SIGUSR1);
+          table_at = Clock::now() + std::chrono::seconds(1);
+        } else if (si.ssi_signo != SIGCHLD) {  // forward user signals to every rank
           stop_all(static_cast<int>(si.ssi_signo));
           if (first_failed < 0 && why.empty()) why = std::string("received ") + strsignal(si.ssi_signo);
           stopping = true;
@@ -233,19 +261,35 @@ int launch(const Options& opt) {
         first_failed = r;
         why = "rank " + std::to_string(r) + " (pid " + std::to_string(ranks[r].pid) + ") " + describe(st);
         stopping = true;
-        stop_all(SIGTERM);
+        if (!flight_table(dump_dir, opt.nranks).empty()) {
+          // It failed in Coral (it dumped): the others say where they are before they stop.
+          stop_all(SIGUSR1);
+          table_at = Clock::now() + std::chrono::milliseconds(500);
+          then_stop = true;
+        } else {
+          stop_all(SIGTERM);
+        }
         kill_at = Clock::now() + std::chrono::seconds(3);
       }
     }
     if (!stopping && opt.timeout_s > 0 && Clock::now() - started > std::chrono::duration<double>(opt.timeout_s)) {
       why = "timeout after " + std::to_string(static_cast<int>(opt.timeout_s)) + " s";
       stopping = true;
-      stop_all(SIGTERM);
-      kill_at = Clock::now() + std::chrono::seconds(3);
+      stop_all(SIGUSR1);
+      table_at = Clock::now() + std::chrono::seconds(1);
+      then_stop = true;
+      kill_at = Clock::now() + std::chrono::seconds(4);
+    }
+    if (table_at != Clock::time_point{} && Clock::now() > table_at) {
+      table_at = {};
+      print_table();
+      if (then_stop) stop_all(SIGTERM);
     }
     if (stopping && running > 0 && Clock::now() > kill_at) stop_all(SIGKILL);
   }
   if (store) store->stop();
+  if (table_at != Clock::time_point{} || (first_failed >= 0 && !table_printed)) print_table();
+  if (own_dump_dir) std::filesystem::remove_all(dump_dir);
   if (first_failed >= 0) {
     std::fprintf(stderr, "coral-run: %s; stopped the other %d rank(s)\n", why.c_str(), opt.nranks - 1);
     return exit_code(ranks[first_failed].status);
