@@ -151,6 +151,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   tune.nic_share = std::max(1, nranks / std::max(1, tune.hosts));
   if (tune.hosts > 1 && probe) probe_links();
   bootstrap::store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
+  constructing_ = false;
   log::info(log::Init, "communicator ready: rank {} of {}", rank, nranks);
 }
 
@@ -269,7 +270,7 @@ void Communicator::agree_root(const collectives::CollArgs& a, bool background) {
   if (all[0] != ~all[1])
     fail(coralInvalidUsage, fmt::format("rank {}: {} #{}: ranks passed different roots, {} and {} (this rank "
                                         "passed {}); every rank must pass the same root",
-                                        rank_, collectives::coll_name(a.coll), coll_seq_, ~all[1], all[0], a.root));
+                                        rank_, collectives::coll_name(a.coll), user_seq_ + 1, ~all[1], all[0], a.root));
 }
 
 void Communicator::execute(Call& c, bool background, bool device) {
@@ -330,11 +331,15 @@ void Communicator::execute(Call& c, bool background, bool device) {
   PeerMonitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_,
                   collectives::coll_name(a.coll), background ? std::min(spin_, kBackgroundSpin) : spin_,
                   background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate, &flight_peers_);
-  const uint32_t kind = flight_kind(a.coll, a.dtype, a.op);
+  // Users count their own calls: Coral's internal ones (the start-up probe, root and tuner
+  // agreements) are marked, and numbered after the user's call they follow.
+  const bool internal = agreeing_ || constructing_;
+  const uint32_t kind = flight_kind(a.coll, a.dtype, a.op) | (internal && !p2p ? kFlightInternal : 0);
   flight_->start(kind,
                  a.coll == collectives::Coll::Send   ? p2p_seq_send_[a.root]
                  : a.coll == collectives::Coll::Recv ? p2p_seq_recv_[a.root]
-                                                     : coll_seq_,
+                 : internal                          ? user_seq_
+                                                     : ++user_seq_,
                  a.count, s.algo, s.steps.size());
   mon.tag = tag;
   if (background) {
@@ -381,11 +386,14 @@ void Communicator::start_flight() {
   flight_peers_.read = [this](int r) { return rank_status(r); };
   bool one_host = true;
   for (int h : host_index_) one_host = one_host && h == 0;
+  // Every rank of this host as seen from here, this one's included: a rank that is stopped or
+  // idle publishes nothing itself, but its local peers see its board and the kernel's word.
   if (!one_host)
     flight_peers_.publish = [this] {
       try {
-        store_->set(fmt::format("{}/flight/{}", prefix_, rank_),
-                    bootstrap::to_bytes(FlightStatus::read(flight_->board()).to_bytes()));
+        for (int r = 0; r < nranks_; ++r)
+          if (host_index_[r] == host_index_[rank_] && (r == rank_ || host_.domain_of[r]))
+            store_->set(fmt::format("{}/flight/{}", prefix_, r), bootstrap::to_bytes(rank_status(r).to_bytes()));
       } catch (const Error&) {  // the store is gone too: the error says what this rank knows
       }
     };
@@ -396,7 +404,7 @@ FlightStatus Communicator::rank_status(int r) {
   if (r < 0 || r >= nranks_) return {};
   if (transport::Domain* d = host_.domain_of[r])
     if (const void* b = d->peer_board(r)) return FlightStatus::read(*static_cast<const FlightBoard*>(b));
-  if (!flight_peers_.publish) return {};
+  if (!flight_peers_.publish || host_index_[r] == host_index_[rank_]) return {};
   try {
     return FlightStatus::from_bytes(
         bootstrap::to_string(store_->get(fmt::format("{}/flight/{}", prefix_, r), std::chrono::milliseconds(200))));

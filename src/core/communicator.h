@@ -177,7 +177,9 @@ class Communicator {
   collectives::Tuner tuner_;
   std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
   transport::LinkSet host_;      // host-buffer links to every peer
-  uint64_t coll_seq_ = 0;
+  uint64_t coll_seq_ = 0;        // every collective, for message tags
+  uint64_t user_seq_ = 0;        // the user's collectives: "allreduce #12" in errors and dumps
+  bool constructing_ = true;
   std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;
   std::unique_ptr<GpuState> gpu_;
   using CacheKey = std::tuple<int, size_t, int, int, int, int, size_t, bool>;

@@ -124,18 +124,23 @@ FlightStatus FlightStatus::read(const FlightBoard& b) {
 }
 
 std::string FlightStatus::to_bytes() const {
-  return fmt::format("{} {} {} {} {} {} {} {} {} {} {}", kind, number, count, step, nsteps, state, waiting ? 1 : 0,
-                     waiting_on, done_kind, done_number, algo[0] ? algo : "-");
+  return fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {}", kind, number, count, step, nsteps, state,
+                     waiting ? 1 : 0, waiting_on, done_kind, done_number, stopped ? 1 : 0, quiet_ms,
+                     algo[0] ? algo : "-");
 }
 
 FlightStatus FlightStatus::from_bytes(const std::string& t) {
   FlightStatus s;
   unsigned long long number = 0, count = 0, done_number = 0;
-  int waiting = 0;
+  int waiting = 0, stopped = 0;
+  long long quiet = -1;
   char algo[16] = {};
-  if (std::sscanf(t.c_str(), "%u %llu %llu %u %u %u %d %d %u %llu %15s", &s.kind, &number, &count, &s.step, &s.nsteps,
-                  &s.state, &waiting, &s.waiting_on, &s.done_kind, &done_number, algo) != 11)
+  if (std::sscanf(t.c_str(), "%u %llu %llu %u %u %u %d %d %u %llu %d %lld %15s", &s.kind, &number, &count, &s.step,
+                  &s.nsteps, &s.state, &waiting, &s.waiting_on, &s.done_kind, &done_number, &stopped, &quiet,
+                  algo) != 13)
     return FlightStatus{};
+  s.stopped = stopped != 0;
+  s.quiet_ms = quiet;
   s.known = true;
   s.number = number;
   s.count = count;
@@ -147,6 +152,8 @@ FlightStatus FlightStatus::from_bytes(const std::string& t) {
 
 std::string op_label(uint32_t kind, uint64_t number) {
   if (kind & kFlightBatch) return fmt::format("point-to-point #{}", number);
+  if (kind & kFlightInternal)
+    return fmt::format("{} (Coral's own, after #{})", collectives::coll_name(coll_of(kind)), number);
   return fmt::format("{} #{}", collectives::coll_name(coll_of(kind)), number);
 }
 
@@ -207,7 +214,8 @@ void FlightRecorder::finish(coralResult_t rc) {
   b.state.store(rc == coralSuccess ? 2 : 3, R);
   const uint32_t kind = b.kind.load(R);
   const auto c = coll_of(kind);
-  if (rc == coralSuccess && !(kind & kFlightBatch) && c != collectives::Coll::Send && c != collectives::Coll::Recv) {
+  if (rc == coralSuccess && !(kind & (kFlightBatch | kFlightInternal)) && c != collectives::Coll::Send &&
+      c != collectives::Coll::Recv) {
     b.done_kind.store(kind, R);
     b.done_number.store(b.number.load(R), R);
   }

@@ -129,6 +129,9 @@ struct FlightPeers {
 
 // Point-to-point batches are numbered apart from collectives: "point-to-point #3".
 constexpr uint32_t kFlightBatch = 1u << 24;
+// Coral's own collectives (start-up probe, root and tuner agreements), numbered after the
+// user's collective they follow: "allreduce (Coral's own, after #7)".
+constexpr uint32_t kFlightInternal = 1u << 25;
 
 // SIGUSR1 dumps every live recorder of the process (to CORAL_DUMP_ON_TIMEOUT's file, else
 // stderr). Registered recorders must unregister before they die.

@@ -1,7 +1,10 @@
 // Fuzz target for CORAL_ALGO values: parse or throw coral::Error(coralInvalidArgument); rules that
 // parse format back to a value that parses to the same rules.
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "base/error.h"
 #include "collectives/tuner/override.h"
@@ -10,13 +13,19 @@ using namespace coral::collectives;
 
 namespace {
 
+// The same rules in any order: format groups a collective's rules into one part, and rules never
+// overlap, so their order carries no meaning.
 bool same(const Overrides& a, const Overrides& b) {
   if (a.all != b.all || a.rules.size() != b.rules.size()) return false;
-  for (size_t i = 0; i < a.rules.size(); ++i) {
-    const SizeRule &x = a.rules[i], &y = b.rules[i];
-    if (x.coll != y.coll || x.lo != y.lo || x.hi != y.hi || x.algo != y.algo) return false;
-  }
-  return true;
+  auto key = [](const SizeRule& r) {
+    return std::make_tuple(static_cast<int>(r.coll), r.lo, r.hi, static_cast<int>(r.algo));
+  };
+  std::vector<decltype(key(a.rules[0]))> x, y;
+  for (const SizeRule& r : a.rules) x.push_back(key(r));
+  for (const SizeRule& r : b.rules) y.push_back(key(r));
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
 }
 
 }  // namespace
