@@ -116,7 +116,7 @@ void Communicator::run_batch(std::shared_ptr<Request>& first) {
       for (Call& c : first->group)
         if (!is_p2p(c)) execute(c, true);
     const auto ops = p2p_ops(*first);
-    flight_->start(kFlightBatch, ++batch_seq_, ops.size(), "p2p", 1);
+    flight_->start(kFlightBatch, ++batch_seq_, ops.size(), 1);
     engine.add(ops);
     size_t open = 0;  // owners before it are all finished: a long-lived batch stays cheap
     published = drive(engine, [&] {

@@ -246,7 +246,7 @@ Communicator::Cached& Communicator::schedule_for(const collectives::CollArgs& a,
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     if (cache_.size() > 256) cache_.clear();
-    it = cache_.emplace(key, Cached{collectives::build(a, algo), a.chunk, {}}).first;
+    it = cache_.emplace(key, Cached{collectives::build(a, algo), a.chunk, {}, algo}).first;
   }
   return it->second;
 }
@@ -299,7 +299,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
     // A v-collective's schedule depends on its counts: built for this call alone.
     const collectives::Decision d = tuner_.decide(a, max_bytes, false);
     a.chunk = d.chunk;
-    v_cached_ = Cached{collectives::build(a, d.algo), a.chunk, {}};
+    v_cached_ = Cached{collectives::build(a, d.algo), a.chunk, {}, d.algo};
     last_ = nullptr;
   } else if (!last_ || key != last_key_) {
     const collectives::Decision d = tuner_.decide(a, max_bytes, !device && !agreeing_);
@@ -334,13 +334,13 @@ void Communicator::execute(Call& c, bool background, bool device) {
   // Users count their own calls: Coral's internal ones (the start-up probe, root and tuner
   // agreements) are marked, and numbered after the user's call they follow.
   const bool internal = agreeing_ || constructing_;
-  const uint32_t kind = flight_kind(a.coll, a.dtype, a.op) | (internal && !p2p ? kFlightInternal : 0);
+  const uint32_t kind = flight_kind(a.coll, a.dtype, a.op, cached.algo) | (internal && !p2p ? kFlightInternal : 0);
   flight_->start(kind,
                  a.coll == collectives::Coll::Send   ? p2p_seq_send_[a.root]
                  : a.coll == collectives::Coll::Recv ? p2p_seq_recv_[a.root]
                  : internal                          ? user_seq_
                                                      : ++user_seq_,
-                 a.count, s.algo, s.steps.size());
+                 a.count, s.steps.size());
   mon.tag = tag;
   if (background) {
     mon.callers_waiting = &callers_waiting_;

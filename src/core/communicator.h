@@ -185,8 +185,9 @@ class Communicator {
   using CacheKey = std::tuple<int, size_t, int, int, int, int, size_t, bool>;
   struct Cached {
     collectives::Schedule schedule;
-    size_t chunk;  // elements, as the schedule was built with
-    Plan plan;     // against host_.links, made at the first host call
+    size_t chunk;                                      // elements, as the schedule was built with
+    Plan plan;                                         // against host_.links, made at the first host call
+    collectives::Algo algo = collectives::Algo::Auto;  // the flight recorder names it
   };
   std::map<CacheKey, Cached> cache_;
   Cached v_cached_;        // the running v-collective's

@@ -16,25 +16,17 @@ namespace {
 
 constexpr auto R = std::memory_order_relaxed;
 
-void put_name(std::atomic<uint64_t> (&to)[2], const std::string& name) {
-  uint64_t w[2] = {0, 0};
-  std::memcpy(w, name.data(), std::min(name.size(), sizeof w - 1));
-  to[0].store(w[0], R);
-  to[1].store(w[1], R);
-}
-
-void get_name(const std::atomic<uint64_t> (&from)[2], char (&to)[16]) {
-  uint64_t w[2] = {from[0].load(R), from[1].load(R)};
-  std::memcpy(to, w, sizeof to);
-  to[15] = 0;
-}
-
 std::string size_text(uint64_t bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   double v = static_cast<double>(bytes);
   while (v >= 1024 && u < 4) v /= 1024, ++u;
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.3g} {}", v, units[u]);
+}
+
+const char* algo_text(uint32_t kind) {
+  const auto a = static_cast<collectives::Algo>((kind >> 26) & 31u);
+  return a == collectives::Algo::Auto ? "schedule" : collectives::algo_name(a);
 }
 
 collectives::Coll coll_of(uint32_t kind) { return static_cast<collectives::Coll>(kind & 0xff); }
@@ -54,18 +46,10 @@ std::string json_escape(const std::string& s) {
 
 }  // namespace
 
-int64_t coarse_now_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
 void FlightBoard::init() {
   kind.store(0, R);
   number.store(0, R);
   count.store(0, R);
-  algo[0].store(0, R);
-  algo[1].store(0, R);
   step.store(0, R);
   nsteps.store(0, R);
   state.store(0, R);
@@ -110,7 +94,6 @@ FlightStatus FlightStatus::read(const FlightBoard& b) {
   s.kind = b.kind.load(R);
   s.number = b.number.load(R);
   s.count = b.count.load(R);
-  get_name(b.algo, s.algo);
   s.step = b.step.load(R);
   s.nsteps = b.nsteps.load(R);
   s.state = b.state.load(R);
@@ -124,9 +107,8 @@ FlightStatus FlightStatus::read(const FlightBoard& b) {
 }
 
 std::string FlightStatus::to_bytes() const {
-  return fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {}", kind, number, count, step, nsteps, state,
-                     waiting ? 1 : 0, waiting_on, done_kind, done_number, stopped ? 1 : 0, quiet_ms,
-                     algo[0] ? algo : "-");
+  return fmt::format("{} {} {} {} {} {} {} {} {} {} {} {}", kind, number, count, step, nsteps, state, waiting ? 1 : 0,
+                     waiting_on, done_kind, done_number, stopped ? 1 : 0, quiet_ms);
 }
 
 FlightStatus FlightStatus::from_bytes(const std::string& t) {
@@ -134,10 +116,8 @@ FlightStatus FlightStatus::from_bytes(const std::string& t) {
   unsigned long long number = 0, count = 0, done_number = 0;
   int waiting = 0, stopped = 0;
   long long quiet = -1;
-  char algo[16] = {};
-  if (std::sscanf(t.c_str(), "%u %llu %llu %u %u %u %d %d %u %llu %d %lld %15s", &s.kind, &number, &count, &s.step,
-                  &s.nsteps, &s.state, &waiting, &s.waiting_on, &s.done_kind, &done_number, &stopped, &quiet,
-                  algo) != 13)
+  if (std::sscanf(t.c_str(), "%u %llu %llu %u %u %u %d %d %u %llu %d %lld", &s.kind, &number, &count, &s.step,
+                  &s.nsteps, &s.state, &waiting, &s.waiting_on, &s.done_kind, &done_number, &stopped, &quiet) != 12)
     return FlightStatus{};
   s.stopped = stopped != 0;
   s.quiet_ms = quiet;
@@ -146,7 +126,6 @@ FlightStatus FlightStatus::from_bytes(const std::string& t) {
   s.count = count;
   s.done_number = done_number;
   s.waiting = waiting != 0;
-  if (std::strcmp(algo, "-") != 0) std::memcpy(s.algo, algo, sizeof s.algo);
   return s;
 }
 
@@ -168,11 +147,12 @@ std::string op_detail(const FlightStatus& s) {
   else if (c != collectives::Coll::Barrier)
     what += fmt::format("{}, ", kernels::dtype_name(dtype));
   if (c != collectives::Coll::Barrier) what += size_text(s.count * kernels::dtype_size(dtype)) + ", ";
-  what += fmt::format("{} step {} of {})", s.algo[0] ? s.algo : "schedule", s.step + 1, s.nsteps);
+  what += fmt::format("{} step {} of {})", algo_text(s.kind), s.step + 1, s.nsteps);
   return what;
 }
 
-FlightRecorder::FlightRecorder(int rank, int nranks) : rank_(rank), nranks_(nranks), board_(&own_) {
+FlightRecorder::FlightRecorder(int rank, int nranks)
+    : rank_(rank), nranks_(nranks), epoch_ms_(coarse_now_ms()), board_(&own_) {
   own_.init();
   register_recorder(this);
 }
@@ -186,46 +166,6 @@ void FlightRecorder::place_board(void* at) {
   board_ = b;
 }
 
-void FlightRecorder::start(uint32_t kind, uint64_t number, size_t count, const std::string& algo, size_t nsteps) {
-  FlightBoard& b = *board_;
-  b.kind.store(kind, R);
-  b.number.store(number, R);
-  b.count.store(count, R);
-  put_name(b.algo, algo);
-  b.step.store(0, R);
-  b.nsteps.store(static_cast<uint32_t>(nsteps), R);
-  b.state.store(1, R);
-  Entry& e = ring_[next_.load(R) % kEntries];
-  e.result.store(-1, R);
-  e.number.store(number, R);
-  e.kind.store(kind, R);
-  e.count.store(count, R);
-  put_name(e.algo, algo);
-  e.start_ms.store(coarse_now_ms(), R);
-  e.end_ms.store(0, R);
-  e.nsteps.store(static_cast<uint32_t>(nsteps), R);
-  e.waited_on.store(-1, R);
-  next_.store(next_.load(R) + 1, std::memory_order_release);
-  cur_ = &e;
-}
-
-void FlightRecorder::finish(coralResult_t rc) {
-  FlightBoard& b = *board_;
-  b.state.store(rc == coralSuccess ? 2 : 3, R);
-  const uint32_t kind = b.kind.load(R);
-  const auto c = coll_of(kind);
-  if (rc == coralSuccess && !(kind & (kFlightBatch | kFlightInternal)) && c != collectives::Coll::Send &&
-      c != collectives::Coll::Recv) {
-    b.done_kind.store(kind, R);
-    b.done_number.store(b.number.load(R), R);
-  }
-  if (!cur_) return;
-  cur_->step.store(b.step.load(R), R);
-  cur_->end_ms.store(coarse_now_ms(), R);
-  cur_->result.store(rc, std::memory_order_release);
-  cur_ = nullptr;
-}
-
 void FlightRecorder::waiting_on(int peer) {
   FlightBoard& b = *board_;
   const uint32_t step = b.step.load(R);
@@ -235,7 +175,7 @@ void FlightRecorder::waiting_on(int peer) {
   b.waiting_on.store(peer, R);
   b.wait_since_ms.store(now, R);
   b.wait_step.store(step, R);
-  if (cur_) cur_->waited_on.store(peer, R);
+  if (cur_) cur_->waited_on.store(static_cast<int16_t>(peer), R);
 }
 
 std::string FlightRecorder::dump_jsonl(const std::string& why) const {
@@ -253,17 +193,14 @@ std::string FlightRecorder::dump_jsonl(const std::string& why) const {
       s.step + 1, s.nsteps, s.waiting_on, s.done_number ? op_label(s.done_kind, s.done_number) : "");
   for (uint64_t i = n > kEntries ? n - kEntries : 0; i < n; ++i) {
     const Entry& e = ring_[i % kEntries];
-    char algo[16];
-    get_name(e.algo, algo);
+    const uint32_t kind = e.kind.load(R);
     const int result = e.result.load(R);
-    const int64_t start = e.start_ms.load(R), end = e.end_ms.load(R);
     out += fmt::format(
         "{{\"rank\":{},\"op\":\"{}\",\"dtype\":\"{}\",\"redop\":\"{}\",\"count\":{},\"algo\":\"{}\","
-        "\"started_ms_ago\":{},\"ms\":{},\"steps\":{},\"result\":\"{}\",\"waited_on\":{}}}\n",
-        rank_, op_label(e.kind.load(R), e.number.load(R)),
-        kernels::dtype_name(static_cast<coralDataType_t>((e.kind.load(R) >> 8) & 0xff)),
-        kernels::op_name(static_cast<coralRedOp_t>((e.kind.load(R) >> 16) & 0xff)), e.count.load(R), algo, now - start,
-        end ? end - start : now - start, e.nsteps.load(R),
+        "\"started_ms_ago\":{},\"step\":{},\"result\":\"{}\",\"waited_on\":{}}}\n",
+        rank_, op_label(kind, e.number.load(R)), kernels::dtype_name(static_cast<coralDataType_t>((kind >> 8) & 0xff)),
+        kernels::op_name(static_cast<coralRedOp_t>((kind >> 16) & 0xff)), e.count.load(R), algo_text(kind),
+        now - epoch_ms_ - static_cast<int64_t>(e.start_ms.load(R)), e.step.load(R) + 1,
         result < 0    ? "running"
         : result == 0 ? "ok"
                       : "failed",
