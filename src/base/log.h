@@ -2,6 +2,9 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <chrono>
+#include <cstdint>
+#include <mutex>
 #include <string>
 
 namespace coral::log {
@@ -30,6 +33,43 @@ void info(Subsys s, fmt::format_string<A...> f, A&&... a) {
 template <class... A>
 void trace(Subsys s, fmt::format_string<A...> f, A&&... a) {
   if (enabled(Level::Trace, s)) write(Level::Trace, s, fmt::format(f, std::forward<A>(a)...));
+}
+
+// For events a stranger can cause at any rate (connections refused by the store): the first
+// `burst` are logged one by one, then at most one line per `every`, which says how many were
+// held back. admit() returns 0 to stay silent, else 1 + the number held back since the last line.
+class Throttle {
+ public:
+  explicit Throttle(int burst = 5, std::chrono::seconds every = std::chrono::seconds(10)) : burst_(burst), every_(every) {}
+  uint64_t admit() {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (burst_ > 0) {
+      --burst_;
+      last_ = now;
+      return 1;
+    }
+    if (now - last_ < every_) {
+      ++held_;
+      return 0;
+    }
+    last_ = now;
+    const uint64_t n = held_ + 1;
+    held_ = 0;
+    return n;
+  }
+
+ private:
+  std::mutex mu_;
+  int burst_;
+  std::chrono::seconds every_;
+  std::chrono::steady_clock::time_point last_{};
+  uint64_t held_ = 0;
+};
+
+// " (and 41 more like it since the last such line)" for a Throttle's count, "" for 1.
+inline std::string held_back(uint64_t n) {
+  return n > 1 ? fmt::format(" (and {} more like it since the last such line)", n - 1) : std::string();
 }
 
 }  // namespace coral::log

@@ -40,6 +40,7 @@ struct TcpStoreServer::Impl {
   std::map<std::string, Bytes> data;
   std::vector<Client> clients;
   bool had_client = false;
+  log::Throttle refusals;  // strangers may connect at any rate: the log must not flood
 
   void queue(Client& c, wire::Msg type, const Bytes& value) {
     wire::Header h{wire::kMagic, static_cast<uint8_t>(type), {}, 0, static_cast<uint32_t>(value.size())};
@@ -63,8 +64,9 @@ struct TcpStoreServer::Impl {
     auto type = static_cast<wire::Msg>(h.type);
     if (!c.authed) {
       if (type != wire::Msg::Hello || !wire::secrets_equal(value.data(), secret.data())) {
-        log::warn(log::Boot, "store: refused connection from {}: {}", c.peer,
-                  type == wire::Msg::Hello ? "wrong job secret" : "no hello");
+        if (const uint64_t n = refusals.admit())
+          log::warn(log::Boot, "store: refused connection from {}: {}{}", c.peer,
+                    type == wire::Msg::Hello ? "wrong job secret" : "no hello", log::held_back(n));
         queue(c, wire::Msg::Denied, {});
         refused->fetch_add(1);
         return false;
@@ -114,7 +116,8 @@ struct TcpStoreServer::Impl {
       // its (up to kMaxValue) bytes are buffered for a peer that never proved it is in the job.
       if (why.empty() && !c.authed && static_cast<wire::Msg>(h.type) != wire::Msg::Hello) why = "no hello";
       if (!why.empty()) {
-        log::warn(log::Boot, "store: refused connection from {}: {}", c.peer, why);
+        if (const uint64_t n = refusals.admit())
+          log::warn(log::Boot, "store: refused connection from {}: {}{}", c.peer, why, log::held_back(n));
         if (!c.authed) refused->fetch_add(1);
         return false;
       }
@@ -185,7 +188,8 @@ struct TcpStoreServer::Impl {
         bool keep = true;
         if (re & (POLLIN | POLLHUP | POLLERR)) keep = read_client(c);
         if (!c.authed && now - c.since > kAuthWindow) {
-          log::warn(log::Boot, "store: dropped {}: no job secret within 10 s", c.peer);
+          if (const uint64_t n = refusals.admit())
+            log::warn(log::Boot, "store: dropped {}: no job secret within 10 s{}", c.peer, log::held_back(n));
           refused->fetch_add(1);
           keep = false;
         }
