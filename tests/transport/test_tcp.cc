@@ -263,6 +263,44 @@ TEST_CASE("a connection with the wrong token is turned away and the job still co
   CHECK(intruder_saw == "closed");
 }
 
+TEST_CASE("strangers that connect and say nothing do not hold up the ranks behind them") {
+  std::atomic<bool> knocked{false};
+  auto store = std::make_shared<IntruderFirst>(knocked);
+  std::vector<int> silent;
+  std::thread intruder([&] {
+    const std::string addr =
+        bootstrap::Record::decode(store->bootstrap::MemStore::get("conf/tcp/addr/1", std::chrono::seconds(10)),
+                                  "tcp address record", 1)
+            .text("addr");
+    for (int i = 0; i < 3; ++i)
+      silent.push_back(net::connect_retry(net::resolve(addr), net::Clock::now() + std::chrono::seconds(5)));
+    knocked = true;  // queued ahead of rank 0, silent: each used to cost 5 s of waiting for its hello
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string err = on_ranks(
+      "tcp", 2,
+      [&](int r, transport::Domain& d) {
+        Monitor mon(&d, 20);
+        transport::Link& l = *d.link(1 - r);
+        if (r == 0) {
+          std::memcpy(l.send_acquire(4, mon), "ok!", 4);
+          l.send_commit(4, 1);
+          d.drain(mon);
+        } else {
+          transport::Message m = l.recv_peek(mon, true);
+          if (m.bytes != 4 || std::memcmp(m.data, "ok!", 4) != 0) fail(coralInternalError, "wrong message");
+          l.recv_release();
+        }
+      },
+      store);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  intruder.join();
+  for (int fd : silent) close(fd);
+  CHECK(err == "");
+  INFO("connected in " << secs << " s");
+  CHECK(secs < 10);  // serially it took at least 15 s
+}
+
 TEST_CASE("a peer that sends a malformed frame fails the link with the reason, nothing is written") {
   // A fake rank 0 that knows the job's token (as a buggy or out-of-date build would) sends a
   // data frame claiming more bytes than a slot holds.

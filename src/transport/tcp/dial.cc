@@ -1,5 +1,6 @@
 #include "transport/tcp/dial.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,19 +43,6 @@ Hello make_hello(const Geometry& g, int from, int to, int sock, const bootstrap:
       g.nslots,    {}};
   std::memcpy(h.token, theirs.data(), sizeof h.token);
   return h;
-}
-
-// Reads an accepted socket's hello into h and checks it: "" when acceptable, else why not.
-std::string receive_hello(int fd, Hello& h, int rank, int nranks, const Geometry& g,
-                          const bootstrap::wire::Secret& token, Clock::time_point deadline) {
-  try {
-    // A silent stranger must not hold up the job: it gets a few seconds to say hello.
-    auto hello_by = std::min(deadline, Clock::now() + std::chrono::seconds(5));
-    return net::recv_all(fd, &h, sizeof h, hello_by) ? check_hello(h, rank, nranks, g, token.data())
-                                                     : "closed before hello";
-  } catch (const Error& e) {
-    return e.what();
-  }
 }
 
 // What a rank publishes: where it listens, the token its hellos must carry, and its link
@@ -110,26 +98,34 @@ class Acceptor {
     missing_ = expect_.size() * static_cast<size_t>(g.nsocks);
   }
 
+  // Hellos are read side by side: a stranger that connects and says nothing holds up only its
+  // own connection (for kHelloSeconds), not the ranks queued behind it.
   void run(PeerSockets& out) {
     while (missing_ > 0) {
-      if (wait_for_connection())
-        accept_one(out);
-      else if (Clock::now() >= deadline_)
-        fail_timeout();
+      std::vector<pollfd> fds{{l_.fd, POLLIN, 0}};
+      for (const Pending& p : pending_) fds.push_back({p.fd, POLLIN, 0});
+      const auto now = Clock::now();
+      auto until = std::min(deadline_, now + std::chrono::seconds(1));
+      for (const Pending& p : pending_) until = std::min(until, p.by);
+      const int ms = static_cast<int>(
+          std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count()));
+      int rc = poll(fds.data(), fds.size(), ms);
+      if (rc < 0 && errno != EINTR) fail_errno("poll", errno);
+      for (size_t i = 0; i < pending_.size(); ++i)
+        if (fds[i + 1].revents) read_hello(pending_[i], out);
+      const auto later = Clock::now();
+      for (Pending& p : pending_)
+        if (p.fd >= 0 && later >= p.by) refuse(p, "no hello within 5 s");
+      std::erase_if(pending_, [](const Pending& p) { return p.fd < 0; });
+      if (fds[0].revents & POLLIN) accept_pending();
+      if (missing_ > 0 && later >= deadline_) fail_timeout();
     }
+    for (Pending& p : pending_) refuse(p, "arrived after every awaited socket");
     for (auto& [q, v] : got_)
       if (!v.empty()) out.fds[q] = v;
   }
 
  private:
-  // Polls for up to a second (less near the deadline), so the deadline is checked meanwhile.
-  bool wait_for_connection() {
-    pollfd p{l_.fd, POLLIN, 0};
-    int rc = poll(&p, 1, static_cast<int>(std::max<long long>(0, std::min<long long>(left(deadline_).count(), 1000))));
-    if (rc < 0 && errno != EINTR) fail_errno("poll", errno);
-    return rc > 0;
-  }
-
   [[noreturn]] void fail_timeout() {
     std::vector<int> absent;
     for (int q : expect_)
@@ -147,22 +143,54 @@ class Acceptor {
     return "";
   }
 
-  // Anything that is not an awaited socket of this job is turned away and logged.
-  void accept_one(PeerSockets& out) {
+  struct Pending {
+    int fd;
     net::SockAddr from;
-    from.len = sizeof from.ss;
-    int fd = accept4(l_.fd, reinterpret_cast<sockaddr*>(&from.ss), &from.len, SOCK_CLOEXEC);
-    if (fd < 0) return;
+    Clock::time_point by;
     Hello h{};
-    std::string why = receive_hello(fd, h, a_.rank, nranks_, g_, l_.token, deadline_);
-    if (why.empty()) why = match(h);
-    if (!why.empty()) {
-      log::warn(log::Net, "tcp: rank {} refused a connection from {}: {}", a_.rank, from.str(), why);
-      close(fd);
+    size_t got = 0;
+  };
+
+  // Every connection queued now (the listener blocks: poll first, SOCK_NONBLOCK is the new socket's).
+  void accept_pending() {
+    while (true) {
+      pollfd l{l_.fd, POLLIN, 0};
+      if (poll(&l, 1, 0) <= 0) return;
+      net::SockAddr from;
+      from.len = sizeof from.ss;
+      int fd = accept4(l_.fd, reinterpret_cast<sockaddr*>(&from.ss), &from.len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      // Links use blocking sockets: only the hello is read without blocking (MSG_DONTWAIT).
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      pending_.push_back({fd, from, std::min(deadline_, Clock::now() + std::chrono::seconds(5))});
+    }
+  }
+
+  // Anything that is not an awaited socket of this job is turned away and logged.
+  void refuse(Pending& p, const std::string& why) {
+    if (const uint64_t n = refusals_.admit())
+      log::warn(log::Net, "tcp: rank {} refused a connection from {}: {}{}", a_.rank, p.from.str(), why,
+                log::held_back(n));
+    close(p.fd);
+    p.fd = -1;
+  }
+
+  void read_hello(Pending& p, PeerSockets& out) {
+    auto* at = reinterpret_cast<char*>(&p.h) + p.got;
+    const ssize_t k = recv(p.fd, at, sizeof p.h - p.got, MSG_DONTWAIT);
+    if (k == 0) return refuse(p, "closed before hello");
+    if (k < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) refuse(p, std::strerror(errno));
       return;
     }
-    got_[h.from][h.sock] = fd;
-    out.where[h.from] = from.str();
+    p.got += static_cast<size_t>(k);
+    if (p.got < sizeof p.h) return;
+    std::string why = check_hello(p.h, a_.rank, nranks_, g_, l_.token.data());
+    if (why.empty()) why = match(p.h);
+    if (!why.empty()) return refuse(p, why);
+    got_[p.h.from][p.h.sock] = p.fd;
+    out.where[p.h.from] = p.from.str();
+    p.fd = -1;
     --missing_;
   }
 
@@ -173,7 +201,9 @@ class Acceptor {
   const Clock::time_point deadline_;
   std::set<int> expect_;
   std::map<int, std::vector<int>> got_;  // peer -> fd per socket index (-1: not yet)
-  size_t missing_ = 0;                   // sockets still to come
+  std::vector<Pending> pending_;         // accepted, hello not complete yet
+  log::Throttle refusals_;
+  size_t missing_ = 0;  // sockets still to come
 };
 
 }  // namespace
