@@ -40,7 +40,8 @@ void trace(Subsys s, fmt::format_string<A...> f, A&&... a) {
 // held back. admit() returns 0 to stay silent, else 1 + the number held back since the last line.
 class Throttle {
  public:
-  explicit Throttle(int burst = 5, std::chrono::seconds every = std::chrono::seconds(10)) : burst_(burst), every_(every) {}
+  explicit Throttle(int burst = 5, std::chrono::seconds every = std::chrono::seconds(10))
+      : burst_(burst), every_(every) {}
   uint64_t admit() {
     std::lock_guard<std::mutex> lock(mu_);
     const auto now = std::chrono::steady_clock::now();

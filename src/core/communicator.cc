@@ -373,53 +373,6 @@ void Communicator::execute(Call& c, bool background, bool device) {
     agree(*trial, a, background);
 }
 
-void Communicator::start_flight() {
-  flight_ = std::make_unique<FlightRecorder>(rank_, nranks_);
-  flight_->set_dump_path(settings_.dump_on_timeout);
-  static_assert(sizeof(FlightBoard) <= transport::Domain::kBoardBytes);
-  for (auto& d : host_.domains)
-    if (void* b = d->own_board()) {
-      flight_->place_board(b);
-      break;
-    }
-  flight_peers_.recorder = flight_.get();
-  flight_peers_.read = [this](int r) { return rank_status(r); };
-  bool one_host = true;
-  for (int h : host_index_) one_host = one_host && h == 0;
-  // Every rank of this host as seen from here, this one's included: a rank that is stopped or
-  // idle publishes nothing itself, but its local peers see its board and the kernel's word.
-  if (!one_host)
-    flight_peers_.publish = [this] {
-      try {
-        for (int r = 0; r < nranks_; ++r)
-          if (host_index_[r] == host_index_[rank_] && (r == rank_ || host_.domain_of[r]))
-            store_->set(fmt::format("{}/flight/{}", prefix_, r), bootstrap::to_bytes(rank_status(r).to_bytes()));
-      } catch (const Error&) {  // the store is gone too: the error says what this rank knows
-      }
-    };
-}
-
-FlightStatus Communicator::rank_status(int r) {
-  if (r == rank_) return FlightStatus::read(flight_->board());
-  if (r < 0 || r >= nranks_) return {};
-  if (transport::Domain* d = host_.domain_of[r])
-    if (const void* b = d->peer_board(r)) return FlightStatus::read(*static_cast<const FlightBoard*>(b));
-  if (!flight_peers_.publish || host_index_[r] == host_index_[rank_]) return {};
-  try {
-    return FlightStatus::from_bytes(
-        bootstrap::to_string(store_->get(fmt::format("{}/flight/{}", prefix_, r), std::chrono::milliseconds(200))));
-  } catch (const Error&) {
-    return {};
-  }
-}
-
-void Communicator::end_flight(coralResult_t rc, bool published, const std::string& why) {
-  flight_->finish(rc);
-  // A status published in a long wait must not outlive it: the others would read it as current.
-  if (published && flight_peers_.publish) flight_peers_.publish();
-  if (rc == coralTimeout || rc == coralRemoteError) flight_->dump(why, false);
-}
-
 void Communicator::record_failure(coralResult_t code, const std::string& msg) {
   abort(msg);
   std::lock_guard<std::mutex> lock(state_mu_);

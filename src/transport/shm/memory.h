@@ -17,7 +17,7 @@ struct Control {
   std::atomic<uint32_t> abort;
   std::atomic<uint32_t> claimed;  // the first aborter writes why
   char why[1016];
-  Presence presence;  // what this rank waits for (written by it alone)
+  Presence presence;                 // what this rank waits for (written by it alone)
   alignas(64) std::byte board[256];  // Domain::own_board: written by this rank alone
 };
 static_assert(sizeof(Control) <= 4096);
