@@ -205,6 +205,21 @@ TEST_CASE("IPv6 links work") {
   CHECK(transfer(10, 100000) == "");
 }
 
+// Rank 0 sends "ok!" to rank 1, which checks it: the link works.
+void exchange_ok(int r, transport::Domain& d) {
+  Monitor mon(&d, 20);
+  transport::Link& l = *d.link(1 - r);
+  if (r == 0) {
+    std::memcpy(l.send_acquire(4, mon), "ok!", 4);
+    l.send_commit(4, 1);
+    d.drain(mon);
+  } else {
+    transport::Message m = l.recv_peek(mon, true);
+    if (m.bytes != 4 || std::memcmp(m.data, "ok!", 4) != 0) fail(coralInternalError, "wrong message");
+    l.recv_release();
+  }
+}
+
 // Rank 0 dials rank 1 while its domain connects, and rank 1 stops listening once rank 0 is in:
 // this store holds back everyone's read of rank 1's address until the intruder has knocked.
 struct IntruderFirst : bootstrap::MemStore {
@@ -244,18 +259,7 @@ TEST_CASE("a connection with the wrong token is turned away and the job still co
       [&](int r, transport::Domain& d) {
         if (r == 0)  // let the intruder go first
           while (!intruder_done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        Monitor mon(&d, 20);
-        transport::Link& l = *d.link(1 - r);
-        if (r == 0) {
-          std::byte* out = l.send_acquire(4, mon);
-          std::memcpy(out, "ok!", 4);
-          l.send_commit(4, 1);
-          d.drain(mon);
-        } else {
-          transport::Message m = l.recv_peek(mon, true);
-          if (m.bytes != 4 || std::memcmp(m.data, "ok!", 4) != 0) fail(coralInternalError, "wrong message");
-          l.recv_release();
-        }
+        exchange_ok(r, d);
       },
       store);
   intruder.join();
@@ -278,21 +282,7 @@ TEST_CASE("strangers that connect and say nothing do not hold up the ranks behin
   });
   const auto t0 = std::chrono::steady_clock::now();
   std::string err = on_ranks(
-      "tcp", 2,
-      [&](int r, transport::Domain& d) {
-        Monitor mon(&d, 20);
-        transport::Link& l = *d.link(1 - r);
-        if (r == 0) {
-          std::memcpy(l.send_acquire(4, mon), "ok!", 4);
-          l.send_commit(4, 1);
-          d.drain(mon);
-        } else {
-          transport::Message m = l.recv_peek(mon, true);
-          if (m.bytes != 4 || std::memcmp(m.data, "ok!", 4) != 0) fail(coralInternalError, "wrong message");
-          l.recv_release();
-        }
-      },
-      store);
+      "tcp", 2, [&](int r, transport::Domain& d) { exchange_ok(r, d); }, store);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   intruder.join();
   for (int fd : silent) close(fd);
