@@ -58,8 +58,7 @@ bool Communicator::drive(P2PEngine& engine, const std::function<void()>& between
   bool published = false;
   auto fresh = [&] {
     published = published || (mon && mon->published());
-    mon.emplace(rank_, host_.domain_of.data(), host_.polled, timeout_s_, "point-to-point", 0, 0, host_.cpu_gate,
-                &flight_peers_);
+    mon.emplace(rank_, host_.domain_of.data(), host_.polled, timeout_s_, 0, 0, host_.cpu_gate, flight_peers_);
   };
   fresh();
   int idle = 0;

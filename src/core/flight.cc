@@ -57,7 +57,6 @@ void FlightBoard::init() {
   wait_step.store(UINT32_MAX, R);
   done_kind.store(0, R);
   done_number.store(0, R);
-  wait_since_ms.store(0, R);
   heartbeat_ms.store(0, R);
   pid.store(getpid(), R);
   magic.store(kMagic, std::memory_order_release);
@@ -173,7 +172,6 @@ void FlightRecorder::waiting_on(int peer) {
   b.heartbeat_ms.store(now, R);
   if (b.waiting_on.load(R) == peer && b.wait_step.load(R) == step) return;
   b.waiting_on.store(peer, R);
-  b.wait_since_ms.store(now, R);
   b.wait_step.store(step, R);
   if (cur_) cur_->waited_on.store(static_cast<int16_t>(peer), R);
 }

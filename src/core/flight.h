@@ -32,9 +32,8 @@ struct FlightBoard {
   std::atomic<uint32_t> wait_step;
   std::atomic<uint32_t> done_kind;  // the last completed collective's kind and number
   std::atomic<uint64_t> done_number;
-  std::atomic<int64_t> wait_since_ms;  // CLOCK_MONOTONIC_COARSE, when that wait began sleeping
-  std::atomic<int64_t> heartbeat_ms;   // its last slice: a stopped rank's wait goes quiet
-  std::atomic<int32_t> pid;            // readers on this host ask the kernel whether it is stopped
+  std::atomic<int64_t> heartbeat_ms;  // its last slice: a stopped rank's wait goes quiet
+  std::atomic<int32_t> pid;           // readers on this host ask the kernel whether it is stopped
 
   void init();
   // Waiting: the rank sleeps in a wait of its current step (or failed in one).
@@ -106,7 +105,6 @@ class FlightRecorder {
   // keep the board in the recorder.
   void place_board(void* at);
   FlightBoard& board() { return *board_; }
-  int rank() const { return rank_; }
 
   // Inline: every operation pays these stores, nothing more (no clock but the coarse one).
   void start(uint32_t kind, uint64_t number, size_t count, size_t nsteps) {
@@ -150,7 +148,6 @@ class FlightRecorder {
   std::string dump_jsonl(const std::string& why) const;
   // CORAL_DUMP_ON_TIMEOUT: where dump() appends (a directory: a file per rank in it).
   void set_dump_path(std::string path) { dump_path_ = std::move(path); }
-  const std::string& dump_path() const { return dump_path_; }
   // Appends dump_jsonl to the dump path; to stderr if `or_stderr` and there is none.
   void dump(const std::string& why, bool or_stderr) const;
 

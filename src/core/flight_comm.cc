@@ -18,11 +18,9 @@ void Communicator::start_flight() {
     }
   flight_peers_.recorder = flight_.get();
   flight_peers_.read = [this](int r) { return rank_status(r); };
-  bool one_host = true;
-  for (int h : host_index_) one_host = one_host && h == 0;
   // Every rank of this host as seen from here, this one's included: a rank that is stopped or
   // idle publishes nothing itself, but its local peers see its board and the kernel's word.
-  if (!one_host)
+  if (tuner_.params().hosts > 1)
     flight_peers_.publish = [this] {
       try {
         for (int r = 0; r < nranks_; ++r)

@@ -48,7 +48,7 @@ std::string explain_wait(int me, const FlightStatus& mine, int peer, double wait
       break;
     }
     // Done with an earlier collective and not in ours: this rank is behind.
-    const bool collective = !is_p2p(mine.kind) && !is_p2p(s.kind) && !(mine.kind & kFlightInternal);
+    const bool collective = completes_collective(mine.kind) && !is_p2p(s.kind);
     if (collective && s.state != 1 && s.number < mine.number) {
       text += fmt::format(
           ": rank {} is behind (it has not called {} yet; it called fewer collectives, or is busy "

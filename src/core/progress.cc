@@ -87,19 +87,13 @@ void Request::wait_done() {
 }
 
 PeerMonitor::PeerMonitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
-                         double timeout_s, const char* what, int spin_polls, int pause, transport::Domain* cpu_gate,
-                         const FlightPeers* flight)
-    : rank_(rank),
-      domain_of_(domain_of),
-      polled_(polled),
-      cpu_gate_(cpu_gate),
-      timeout_s_(timeout_s),
-      what_(what),
-      flight_(flight) {
+                         double timeout_s, int spin_polls, int pause, transport::Domain* cpu_gate,
+                         const FlightPeers& flight)
+    : rank_(rank), domain_of_(domain_of), polled_(polled), cpu_gate_(cpu_gate), timeout_s_(timeout_s), flight_(flight) {
   spin = spin_polls;
   pause_polls = pause;
   if (!polled_.empty()) sleep_slice_ns = 1000 * 1000;
-  if (flight_) step_word = &flight_->recorder->board().step;
+  step_word = &flight_.recorder->board().step;
 }
 
 void PeerMonitor::poll_others(const void* self) {
@@ -115,8 +109,7 @@ void PeerMonitor::yield_core(int peer) {
 }
 
 std::string PeerMonitor::label() const {
-  if (!flight_) return what_;
-  const FlightBoard& b = flight_->recorder->board();
+  const FlightBoard& b = flight_.recorder->board();
   return op_label(b.kind.load(std::memory_order_relaxed), b.number.load(std::memory_order_relaxed));
 }
 
@@ -128,12 +121,10 @@ void PeerMonitor::check(int peer) {
     publish_at_ =
         now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(1.0, timeout_s_ / 4)));
   }
-  if (flight_) {
-    flight_->recorder->waiting_on(peer);
-    if (flight_->publish && !published_ && now > publish_at_) {
-      published_ = true;
-      flight_->publish();
-    }
+  flight_.recorder->waiting_on(peer);
+  if (flight_.publish && !published_ && now > publish_at_) {
+    published_ = true;
+    flight_.publish();
   }
   transport::Domain* d = domain_of_[peer];
   std::string why = d->remote_abort();
@@ -141,14 +132,10 @@ void PeerMonitor::check(int peer) {
   why = d->peer_failure(peer);
   if (!why.empty()) fail(coralRemoteError, fmt::format("{}: {} while rank {} waited for it", label(), why, rank_));
   if (now <= deadline_) return;
-  const char* knob = "(CORAL_TIMEOUT, or the communicator's timeoutSeconds)";
-  if (!flight_)
-    fail(coralTimeout, fmt::format("{}: rank {} timed out after {:g} s waiting for rank {} {}", what_, rank_,
-                                   timeout_s_, peer, knob));
-  if (flight_->publish) flight_->publish();
-  const FlightStatus mine = flight_->read(rank_);
-  fail(coralTimeout, fmt::format("{} timed out: {} {}", op_detail(mine),
-                                 explain_wait(rank_, mine, peer, timeout_s_, flight_->read), knob));
+  if (flight_.publish) flight_.publish();
+  const FlightStatus mine = flight_.read(rank_);
+  fail(coralTimeout, fmt::format("{} timed out: {} (CORAL_TIMEOUT, or the communicator's timeoutSeconds)",
+                                 op_detail(mine), explain_wait(rank_, mine, peer, timeout_s_, flight_.read)));
 }
 
 }  // namespace coral

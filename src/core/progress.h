@@ -119,11 +119,10 @@ class PeerMonitor : public WaitMonitor {
  public:
   // domain_of: per rank, the domain of its link; polled: domains a wait must keep going;
   // cpu_gate: the domain that knows whether the awaited rank runs elsewhere (may be null).
-  // flight: the communicator's recorder and boards; a timeout then says what the awaited ranks
-  // do, and the op's steps are published (WaitMonitor::step_word).
+  // flight: the communicator's recorder and boards, which name the operation in errors, say
+  // what the awaited ranks do on a timeout, and get the op's steps (WaitMonitor::step_word).
   PeerMonitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
-              double timeout_s, const char* what, int spin_polls, int pause, transport::Domain* cpu_gate,
-              const FlightPeers* flight = nullptr);
+              double timeout_s, int spin_polls, int pause, transport::Domain* cpu_gate, const FlightPeers& flight);
   // True once a wait of this op slept long enough to publish its status to the store.
   bool published() const { return published_; }
   void poll_others(const void* self) override;
@@ -140,10 +139,9 @@ class PeerMonitor : public WaitMonitor {
   transport::Domain* cpu_gate_;
   Clock::time_point deadline_{}, publish_at_{};
   double timeout_s_;
-  const char* what_;
-  const FlightPeers* flight_;
+  const FlightPeers& flight_;
   bool published_ = false;
-  // The op's name for an error: "allreduce #12" with a recorder, else what_.
+  // The op's name for an error: "allreduce #12".
   std::string label() const;
 };
 

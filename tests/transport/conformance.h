@@ -23,15 +23,18 @@ using namespace coral;
 
 // The communicator's own monitor over one domain: ends a wait on a failed or aborting peer, or
 // after timeout_s.
+// A recorder of its own names the operations in its errors, as a communicator's does.
 struct MonitorLinks {
   std::vector<transport::Domain*> domain_of, polled;
+  std::unique_ptr<FlightRecorder> recorder = std::make_unique<FlightRecorder>(-1, 1);
+  FlightPeers flight{recorder.get(), [r = recorder.get()](int) { return FlightStatus::read(r->board()); }, {}};
 };
 class Monitor : private MonitorLinks, public PeerMonitor {
  public:
   static constexpr int kMaxRanks = 64;
   Monitor(transport::Domain* d, double timeout_s)
       : MonitorLinks{std::vector<transport::Domain*>(kMaxRanks, d), {}},
-        PeerMonitor(-1, domain_of.data(), polled, timeout_s, "transport test", 100, 10, nullptr) {}
+        PeerMonitor(-1, domain_of.data(), polled, timeout_s, 100, 10, nullptr, flight) {}
 };
 
 inline transport::Transport* find(const std::string& name) {
