@@ -50,16 +50,21 @@ for t in traffic:
 PY
 }
 
+finish_phase() {  # finish_phase NAME: waits for $job and its traffic, then reports
+  local rc
+  wait $job
+  rc=$?
+  wait
+  cat "$out/$1.traffic" >>"$out/$1.log" 2>/dev/null
+  grep -v "soak: rank" "$out/$1.log" | head -5
+  summary "$1" "$out/$1.log" $rc
+}
+
 echo "== soak 1: $ranks ranks over shared memory, $shm_ops calls up to $max_bytes bytes"
 "$run" -n "$ranks" --no-prefix "$soak" "$shm_ops" "$max_bytes" >"$out/shm.log" 2>&1 &
 job=$!
 [ "$traffic" = 1 ] && python3 bench/soak/foreign.py "$job" "$rate" >>"$out/shm.traffic" 2>&1 &
-wait $job
-rc=$?
-wait
-cat "$out/shm.traffic" >>"$out/shm.log" 2>/dev/null
-grep -v "^soak: rank" "$out/shm.log" | head -5
-summary "shm" "$out/shm.log" $rc
+finish_phase shm
 
 if [ "$tcp" = 1 ]; then
   . tests/netns/lib.sh
@@ -86,10 +91,5 @@ if [ "$tcp" = 1 ]; then
       ) >>"$out/tcp.traffic" 2>&1 &
     done
   fi
-  wait $job
-  rc=$?
-  wait
-  cat "$out/tcp.traffic" >>"$out/tcp.log" 2>/dev/null
-  grep -v "soak: rank" "$out/tcp.log" | head -5
-  summary "tcp" "$out/tcp.log" $rc
+  finish_phase tcp
 fi

@@ -6,14 +6,17 @@ run=$1 prog=$2
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+names() {  # names CASE RANKS OP CULPRIT: each of RANKS reports an error on OP that says CULPRIT
+  local r
+  for r in $2; do
+    echo "$err" | grep "^\[$r\] rank $r: .*$3" | grep -q "$4" || fail "$1: rank $r does not say '$4' about $3: $err"
+  done
+}
 
 # Rank 2 stops itself mid-job (SIGSTOP): the others time out and name it.
 err=$(CORAL_TIMEOUT=3 STUCK_RANK=2 STUCK_HOW=stop "$run" -n 4 "$prog" 2>&1); rc=$?
 [ $rc -ne 0 ] || fail "stopped rank: the job succeeded"
-for r in 0 1 3; do
-  echo "$err" | grep "^\[$r\] rank $r: .*allreduce #[0-9]" | grep -q "rank 2 is stopped" ||
-    fail "stopped rank: rank $r does not name rank 2 and its op: $err"
-done
+names "stopped rank" "0 1 3" "allreduce #[0-9]" "rank 2 is stopped"
 echo "$err" | grep -q "coral-run: where each rank is" || fail "stopped rank: no table: $err"
 echo "$err" | grep -Eq "^ +2  \(no dump" || fail "stopped rank: the table does not list rank 2 as silent: $err"
 echo "$err" | grep -Eq "^ +0  allreduce #[0-9]+ +allreduce #[0-9]+ " || fail "stopped rank: rank 0's row: $err"
@@ -21,10 +24,7 @@ echo "$err" | grep -Eq "^ +0  allreduce #[0-9]+ +allreduce #[0-9]+ " || fail "st
 # Rank 1 sleeps outside Coral after 5 all-reduces: it is the one behind.
 err=$(CORAL_TIMEOUT=3 STUCK_RANK=1 STUCK_AFTER=5 STUCK_HOW=sleep "$run" -n 4 "$prog" 2>&1); rc=$?
 [ $rc -ne 0 ] || fail "lagging rank: the job succeeded"
-for r in 0 2 3; do
-  echo "$err" | grep "^\[$r\] rank $r: .*allreduce #6 " | grep -q "rank 1 is behind" ||
-    fail "lagging rank: rank $r does not name rank 1 as behind: $err"
-done
+names "lagging rank" "0 2 3" "allreduce #6 " "rank 1 is behind"
 # Its own recorder answered SIGUSR1 from coral-run: idle since allreduce #5.
 echo "$err" | grep -Eq "^ +1  allreduce #5 +- +- +- +idle" || fail "lagging rank: rank 1's row: $err"
 
