@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -26,11 +27,20 @@ Topology detect(const DetectOptions& o) {
 }
 
 Topology load_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(fmt::format("{}: is a directory, not a topology file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  // Read in pieces up to a cap: a device (/dev/zero) or a wrong file must not eat the memory.
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes)
+      throw Error(fmt::format("{}: larger than {} MiB: not a topology file (a large machine's is under 1 MiB)", path,
+                              kMaxFileBytes >> 20));
+  }
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte-order mark
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) throw Error(fmt::format("{}: empty file", path));
   if (text[first] == '{') return from_json(text, path);

@@ -6,8 +6,10 @@
 #ifdef CORAL_HAVE_HWLOC
 #include <hwloc.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <pugixml.hpp>
 #include <unordered_map>
 #endif
 
@@ -29,6 +31,38 @@ bool have_hwloc() { return true; }
 
 namespace {
 
+// What hwloc would refuse with a reason it only prints under HWLOC_XML_VERBOSE, and what would
+// overflow its recursive import (and ours): malformed XML, a newer format, absurd nesting.
+void check_hwloc_xml(const std::string& xml, const std::string& origin) {
+  pugi::xml_document doc;
+  pugi::xml_parse_result r = doc.load_buffer(xml.data(), xml.size());
+  auto line = [&](ptrdiff_t off) {
+    return 1 + std::count(xml.begin(), xml.begin() + std::min<ptrdiff_t>(std::max<ptrdiff_t>(off, 0), xml.size()), '\n');
+  };
+  if (!r) throw Error(fmt::format("{}: line {}: malformed XML: {}", origin, line(r.offset), r.description()));
+  pugi::xml_node top = doc.child("topology");
+  if (!top) throw Error(fmt::format("{}: no <topology> element: not an hwloc XML file", origin));
+  std::string version = top.attribute("version").value();
+  int major = std::atoi(version.c_str());
+  if (major > HWLOC_API_VERSION >> 16)
+    throw Error(fmt::format("{}: hwloc XML version {} is newer than this hwloc reads (versions up to {}.x): "
+                            "export it with hwloc {}.x (lstopo --of xml)",
+                            origin, version, HWLOC_API_VERSION >> 16, HWLOC_API_VERSION >> 16));
+  int depth = 0;
+  for (pugi::xml_node n = top.first_child(); n;) {
+    if (n.type() == pugi::node_element && n.first_child()) {
+      if (++depth > 4 * kMaxDepth)
+        throw Error(fmt::format("{}: line {}: elements nested more than {} levels deep", origin,
+                                line(n.offset_debug()), 4 * kMaxDepth));
+      n = n.first_child();
+      continue;
+    }
+    while (n != top && !n.next_sibling()) n = n.parent(), depth--;
+    if (n == top) break;
+    n = n.next_sibling();
+  }
+}
+
 std::string busid(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& p) {
   return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", p.domain, p.bus, p.dev, p.func);
 }
@@ -40,7 +74,8 @@ std::string info(hwloc_obj_t o, const char* name) {
 
 class Walker {
  public:
-  Walker(hwloc_topology_t topo, Topology& t, int host) : topo_(topo), t_(t), host_(host) {}
+  Walker(hwloc_topology_t topo, Topology& t, int host, std::string origin)
+      : topo_(topo), t_(t), host_(host), origin_(std::move(origin)) {}
 
   void run() {
     cpus();
@@ -108,8 +143,11 @@ class Walker {
              : (cls == 0x0302 || ((cls >> 8) == 0x03 && p.vendor_id == 0x10de)) ? Kind::Gpu
              : (cls == 0x0200 || cls == 0x0207)                                 ? Kind::Nic
                                                                                 : Kind::Pci;
+    if (t_.find(busid(p)) >= 0)
+      throw Error(fmt::format("{}: PCI bus id {} appears twice", origin_, busid(p)));
     int d = t_.add(k, busid(p), parent, pci_attrs(p));
     obj_dev_[o] = d;
+    std::vector<hwloc_obj_t> nets, fabrics;
     for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
       if (c->type != HWLOC_OBJ_OS_DEVICE) {
         io(c, d);
@@ -117,13 +155,9 @@ class Walker {
       }
       obj_dev_[c] = d;
       auto type = c->attr->osdev.type;
-      if (type == HWLOC_OBJ_OSDEV_NETWORK || type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
-        t_.devices[d].kind = Kind::Nic;
-        std::map<std::string, std::string> a;
-        if (auto v = info(c, "Address"); !v.empty()) a["address"] = v;
-        if (auto v = info(c, "NodeGUID"); !v.empty()) a["guid"] = v;
-        if (t_.find(c->name) < 0) t_.add(Kind::Port, c->name, d, std::move(a));
-      } else if (type == HWLOC_OBJ_OSDEV_GPU || type == HWLOC_OBJ_OSDEV_COPROC) {
+      if (type == HWLOC_OBJ_OSDEV_NETWORK) nets.push_back(c);
+      if (type == HWLOC_OBJ_OSDEV_OPENFABRICS) fabrics.push_back(c);
+      if (type == HWLOC_OBJ_OSDEV_GPU || type == HWLOC_OBJ_OSDEV_COPROC) {
         // A compute runtime's handle makes it a GPU; a DRM display node (card0) does not.
         std::string n = c->name ? c->name : "";
         bool compute = false;
@@ -132,6 +166,45 @@ class Walker {
         if (auto v = info(c, "GPUModel"); !v.empty()) t_.devices[d].attrs["model"] = v;
       }
     }
+    ports(d, nets, fabrics);
+  }
+
+  // A network function's ports. One physical port shows up twice, as an interface (ib0,
+  // ens1f0) and as a port of an RDMA device (mlx5_0 port 1): it becomes one Port named after the
+  // interface, with the RDMA name ("mlx5_0:1", as ibverbs and UCX name it) in attrs["rdma"].
+  void ports(int d, const std::vector<hwloc_obj_t>& nets, const std::vector<hwloc_obj_t>& fabrics) {
+    if (nets.empty() && fabrics.empty()) return;
+    t_.devices[d].kind = Kind::Nic;
+    std::vector<std::pair<std::string, std::map<std::string, std::string>>> rdma;
+    for (hwloc_obj_t f : fabrics) {
+      int n = 0;
+      while (!info(f, fmt::format("Port{}State", n + 1).c_str()).empty()) n++;
+      for (int k = 1; k <= std::max(n, 1); k++) {
+        std::map<std::string, std::string> a{{"port", std::to_string(k)}};
+        if (auto v = info(f, "NodeGUID"); !v.empty()) a["guid"] = v;
+        rdma.push_back({fmt::format("{}:{}", f->name, k), std::move(a)});
+      }
+    }
+    std::vector<bool> paired(rdma.size(), false);
+    for (size_t i = 0; i < nets.size(); i++) {
+      std::map<std::string, std::string> a;
+      if (auto v = info(nets[i], "Address"); !v.empty()) a["address"] = v;
+      // hwloc numbers an interface's port from 1 when it knows it; else interfaces and RDMA
+      // ports pair up in order.
+      std::string port = info(nets[i], "Port");
+      size_t k = port.empty() ? i : static_cast<size_t>(std::max(1, std::atoi(port.c_str())) - 1);
+      if (k < rdma.size() && !paired[k]) {
+        paired[k] = true;
+        for (auto& [key, v] : rdma[k].second) a[key] = v;
+        a["rdma"] = rdma[k].first;
+      }
+      if (t_.find(nets[i]->name) < 0) t_.add(Kind::Port, nets[i]->name, d, std::move(a));
+    }
+    for (size_t k = 0; k < rdma.size(); k++)
+      if (!paired[k] && t_.find(rdma[k].first) < 0) {
+        rdma[k].second["rdma"] = rdma[k].first;
+        t_.add(Kind::Port, rdma[k].first, d, std::move(rdma[k].second));
+      }
   }
 
   static std::map<std::string, std::string> pci_attrs(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& p) {
@@ -162,6 +235,7 @@ class Walker {
   hwloc_topology_t topo_;
   Topology& t_;
   int host_;
+  std::string origin_;
   std::map<unsigned, int> numa_dev_;
   std::unordered_map<hwloc_obj_t, int> obj_dev_;
 };
@@ -176,11 +250,13 @@ void detect_hwloc(Topology& t, int host, const std::string& xml, const std::stri
   // The Linux backend reads the PCI tree from sysfs; the libpciaccess plugin adds nothing here,
   // is slower, and leaks at unload (LeakSanitizer flags it).
   hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+  if (!xml.empty()) check_hwloc_xml(xml, origin);
+  const char* why = " (HWLOC_XML_VERBOSE=1 shows hwloc's reason)";
   if (!xml.empty() && hwloc_topology_set_xmlbuffer(topo, xml.data(), static_cast<int>(xml.size())) != 0)
-    throw Error(fmt::format("{}: hwloc cannot read this XML", origin));
+    throw Error(fmt::format("{}: hwloc cannot read this XML{}", origin, why));
   if (hwloc_topology_load(topo) != 0)
-    throw Error(xml.empty() ? "hwloc could not detect this machine" : origin + ": hwloc could not load it");
-  Walker(topo, t, host).run();
+    throw Error(xml.empty() ? "hwloc could not detect this machine" : origin + ": hwloc could not load it" + why);
+  Walker(topo, t, host, xml.empty() ? "this machine" : origin).run();
 }
 
 Topology from_hwloc_xml(const std::string& text, const std::string& origin) {

@@ -17,7 +17,9 @@ std::string to_nccl_xml(const Topology& t);
 // hwloc XML: needs the hwloc feature; throws Error when Coral was built without it.
 Topology from_hwloc_xml(const std::string& text, const std::string& origin = "hwloc XML");
 
-// A file of any of these formats, recognised by its content.
+// A file of any of these formats, recognised by its content (after a UTF-8 byte-order mark),
+// at most kMaxFileBytes long. Trees deeper than kMaxDepth (model.h) are refused, not recursed.
+constexpr size_t kMaxFileBytes = size_t{64} << 20;
 Topology load_file(const std::string& path);
 
 }  // namespace coral::topology

@@ -46,6 +46,23 @@ auto located(const std::string& where, F f) {
   }
 }
 
+// The tree's shape: hosts are roots, CPUs sit on hosts, ports on NICs, and nothing hangs off a
+// port. A PCI device's id ends in its bus id (after a host prefix: "host1/0000:07:00.0").
+void check_place(const Topology& t, Kind k, const std::string& id, int parent, const std::string& where) {
+  Kind pk = parent >= 0 ? t.devices[static_cast<size_t>(parent)].kind : Kind::Host;
+  std::string why;
+  if (k == Kind::Host && parent >= 0) why = "a host cannot have a parent";
+  else if (k != Kind::Host && parent < 0) why = fmt::format("a {} needs a parent", kind_name(k));
+  else if (k == Kind::Cpu && pk != Kind::Host) why = fmt::format("a cpu belongs to a host, not a {}", kind_name(pk));
+  else if (k == Kind::Port && pk != Kind::Nic) why = fmt::format("a port belongs to a nic, not a {}", kind_name(pk));
+  else if (pk == Kind::Port) why = "nothing can hang off a port";
+  if (!why.empty()) throw Error(fmt::format("{}: '{}': {}", where, id, why));
+  bool pci = k == Kind::Pci || k == Kind::PciSwitch || k == Kind::Gpu;
+  std::string bus = id.substr(id.rfind('/') == id.npos ? 0 : id.rfind('/') + 1);
+  if (pci && !is_bus_id(bus))
+    throw Error(fmt::format("{}: id '{}' is not a PCI bus id (domain:bus:device.function in hexadecimal)", where, id));
+}
+
 }  // namespace
 
 Topology from_json(const std::string& text, const std::string& origin) {
@@ -62,6 +79,7 @@ Topology from_json(const std::string& text, const std::string& origin) {
   if (!j.contains("version") || j["version"] != 1)
     throw Error(fmt::format("{}: unsupported coral-topology version", origin));
   Topology t;
+  std::vector<int> depth;  // per device
   const json& devs = field(j, "devices", json::value_t::array, origin);
   for (size_t i = 0; i < devs.size(); i++) {
     std::string where = fmt::format("{}: devices[{}]", origin, i);
@@ -77,11 +95,18 @@ Topology from_json(const std::string& text, const std::string& origin) {
       parent = t.find(p->get<std::string>());
       if (parent < 0) throw Error(fmt::format("{}: parent '{}' is not listed before it", where, p->get<std::string>()));
     }
+    check_place(t, k, id, parent, where);
+    if (parent >= 0) depth.push_back(depth[static_cast<size_t>(parent)] + 1);
+    else depth.push_back(0);
+    if (depth.back() > kMaxDepth)
+      throw Error(fmt::format("{}: devices nested more than {} levels deep: no machine is", where, kMaxDepth));
     std::map<std::string, std::string> attrs;
     if (auto a = d.find("attrs"); a != d.end()) {
       if (!a->is_object()) throw Error(where + ": \"attrs\" must be an object");
       for (auto& [key, v] : a->items()) {
         if (!v.is_string()) throw Error(fmt::format("{}: attrs.{} must be a string", where, key));
+        if (std::string why = check_attr(k, key, v.get<std::string>()); !why.empty())
+          throw Error(fmt::format("{}: attrs.{}", where, why));
         attrs[key] = v.get<std::string>();
       }
     }
@@ -100,8 +125,12 @@ Topology from_json(const std::string& text, const std::string& origin) {
           located(where, [&] { return link_from(field(l, "type", json::value_t::string, where).get<std::string>()); });
       double bw = field(l, "bw", json::value_t::number_float, where).get<double>();
       int64_t lanes = l.contains("lanes") ? field(l, "lanes", json::value_t::number_integer, where).get<int64_t>() : 0;
-      if (!(bw >= 0) || !(bw < 1e12) || lanes < 0 || lanes > 1 << 20)
-        throw Error(where + ": bandwidth or lanes out of range");
+      if (!(bw >= 0) || !(bw < 1e12) || lanes < 0 || lanes > 128)
+        throw Error(where + ": bandwidth or lanes out of range (bw 0 to 1e12 GB/s, lanes 0 to 128)");
+      if (a == b) {
+        t.notes.push_back(fmt::format("{}: dropped a {} link from {} to itself", where, link_name(type), t.devices[a].id));
+        continue;
+      }
       t.links.push_back({a, b, type, bw, static_cast<int>(lanes)});
     }
   }

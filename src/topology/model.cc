@@ -1,6 +1,10 @@
 #include "topology/model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <tuple>
 
@@ -52,9 +56,69 @@ int Topology::add(Kind k, std::string id, int parent, std::map<std::string, std:
 }
 
 int Topology::find(const std::string& id) const {
+  if (indexed_ > devices.size()) index_.clear(), indexed_ = 0;  // devices were removed
+  for (; indexed_ < devices.size(); indexed_++) index_.emplace(devices[indexed_].id, static_cast<int>(indexed_));
+  auto it = index_.find(id);
+  return it == index_.end() ? -1 : it->second;
+}
+
+std::vector<std::vector<int>> Topology::children() const {
+  std::vector<std::vector<int>> kids(devices.size());
   for (size_t i = 0; i < devices.size(); i++)
-    if (devices[i].id == id) return static_cast<int>(i);
-  return -1;
+    if (devices[i].parent >= 0) kids[static_cast<size_t>(devices[i].parent)].push_back(static_cast<int>(i));
+  return kids;
+}
+
+int Topology::depth(int d) const {
+  int n = 0;
+  for (d = devices[d].parent; d >= 0 && n <= static_cast<int>(devices.size()); d = devices[d].parent) n++;
+  return n;
+}
+
+int Topology::hops(int a, int b) const {
+  int da = depth(a), db = depth(b), n = 0;
+  for (; da > db; da--, n++) a = devices[a].parent;
+  for (; db > da; db--, n++) b = devices[b].parent;
+  for (; a != b && a >= 0 && b >= 0; n += 2) a = devices[a].parent, b = devices[b].parent;
+  return a == b ? n : n + 1;  // different roots (hosts): one more hop, the network
+}
+
+bool is_bus_id(const std::string& s) {
+  size_t c1 = s.find(':');
+  if (c1 == std::string::npos || c1 < 1 || c1 > 8 || s.size() != c1 + 8) return false;
+  for (size_t i = 0; i < s.size(); i++) {
+    size_t r = i - c1;  // position after the domain: ":bb:dd.f"
+    bool sep = i == c1 || (i > c1 && (r == 3 || r == 6));
+    char want = r == 6 ? '.' : ':';
+    if (sep ? s[i] != want : !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// An attribute's number within [lo, hi], or why not.
+std::string in_range(const std::string& key, const std::string& v, double lo, double hi, bool integer,
+                     const char* unit = "") {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  bool ok = end != v.c_str() && *end == '\0' && std::isfinite(x) && x >= lo && x <= hi &&
+            (!integer || x == std::floor(x));
+  if (ok) return "";
+  return fmt::format("{}=\"{}\" is out of range: allowed {:g} to {:g}{}{}", key, v, lo, hi, unit,
+                     integer ? ", a whole number" : "");
+}
+
+}  // namespace
+
+std::string check_attr(Kind k, const std::string& key, const std::string& v) {
+  if (k == Kind::Port && key == "speed") return in_range(key, v, 0, 1e7, false, " Mb/s");
+  if (k == Kind::Port && key == "port") return in_range(key, v, 0, 255, true);
+  if (k == Kind::Cpu && key == "numaid") return in_range(key, v, 0, 4095, true);
+  if (key == "link_width") return in_range(key, v, 0, 64, true);
+  if (k == Kind::Gpu && key == "sm") return in_range(key, v, 0, 1000, true);
+  if (k == Kind::Gpu && key == "dev") return in_range(key, v, 0, 4095, true);
+  return "";
 }
 
 std::vector<int> Topology::of_kind(Kind k) const {
@@ -65,14 +129,13 @@ std::vector<int> Topology::of_kind(Kind k) const {
 }
 
 std::vector<int> Topology::nic_endpoints() const {
+  std::vector<bool> has_ports(devices.size(), false);
+  for (const Device& d : devices)
+    if (d.kind == Kind::Port && d.parent >= 0) has_ports[static_cast<size_t>(d.parent)] = true;
   std::vector<int> out;
-  for (size_t i = 0; i < devices.size(); i++) {
-    if (devices[i].kind == Kind::Port) out.push_back(static_cast<int>(i));
-    if (devices[i].kind != Kind::Nic) continue;
-    bool ports = false;
-    for (const Device& d : devices) ports |= d.kind == Kind::Port && d.parent == static_cast<int>(i);
-    if (!ports) out.push_back(static_cast<int>(i));
-  }
+  for (size_t i = 0; i < devices.size(); i++)
+    if (devices[i].kind == Kind::Port || (devices[i].kind == Kind::Nic && !has_ports[i]))
+      out.push_back(static_cast<int>(i));
   return out;
 }
 

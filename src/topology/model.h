@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace coral::topology {
@@ -46,13 +47,23 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Deepest device tree a file may describe (host, CPU, then PCI levels); real machines use
+// under 16. Loaders refuse deeper input with an error instead of recursing into it.
+constexpr int kMaxDepth = 64;
+
 struct Topology {
   std::vector<Device> devices;
   std::vector<Link> links;  // non-tree links (the PCI/CPU tree links are implied by parent)
+  // What a loader dropped or changed, one sentence each (a self-link, an unknown element);
+  // shown by coral-topo and logged by the library. Not part of the model's identity (==).
+  std::vector<std::string> notes;
 
   int add(Kind k, std::string id, int parent, std::map<std::string, std::string> attrs = {});
-  int find(const std::string& id) const;  // -1 if absent
+  int find(const std::string& id) const;  // -1 if absent; constant time (ids never change once added)
   std::vector<int> of_kind(Kind k) const;
+  std::vector<std::vector<int>> children() const;  // per device, in index order
+  int depth(int d) const;                          // 0 for a root
+  int hops(int a, int b) const;                    // tree edges between a and b
   // Network endpoints: every port, and every NIC listed without ports (partial files).
   std::vector<int> nic_endpoints() const;
   int host_of(int d) const;
@@ -62,7 +73,18 @@ struct Topology {
   double up_bw(int d) const;
   PathInfo path(int a, int b) const;
   bool operator==(const Topology& o) const;
+
+ private:
+  // id -> index for the devices indexed so far; find() catches up with devices added since.
+  mutable std::unordered_map<std::string, int> index_;
+  mutable size_t indexed_ = 0;
 };
+
+// "" when attribute key=value of a device of kind k is in range, else why not (with the range).
+// Both loaders apply it, so what one exports the other reads back.
+std::string check_attr(Kind k, const std::string& key, const std::string& value);
+// A PCI bus id as lspci -D and NCCL write it: domain (1-8 hex digits), bus, device, function.
+bool is_bus_id(const std::string& s);
 
 // Several machines as one model: each copy's ids get the host's name as a prefix.
 Topology combine(const std::vector<Topology>& machines, const std::vector<std::string>& names);

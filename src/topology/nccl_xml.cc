@@ -39,24 +39,80 @@ struct Reader {
     for (unsigned char c : s)
       if (c < 0x20 || c > 0x7e) fail(n, fmt::format("{} '{}' has a byte outside printable ASCII", what, s));
   }
-  std::map<std::string, std::string> attrs_of(pugi::xml_node n, const std::vector<std::string>& skip = {}) {
+  // The attributes but `skip`, each checked as one of a kind-k device's (check_attr).
+  std::map<std::string, std::string> attrs_of(pugi::xml_node n, Kind k, const std::vector<std::string>& skip = {}) {
     std::map<std::string, std::string> a;
     for (pugi::xml_attribute x : n.attributes()) {
       check_text(n, x.name(), "attribute name");
       check_text(n, x.value(), "attribute value");
+      if (std::string why = check_attr(k, x.name(), x.value()); !why.empty()) fail(n, why);
     }
     for (pugi::xml_attribute x : n.attributes())
       if (std::find(skip.begin(), skip.end(), x.name()) == skip.end()) a[x.name()] = x.value();
     return a;
   }
-  int parse_int(pugi::xml_node n, const char* attr, int def) {
+  int parse_int(pugi::xml_node n, const char* attr, int def, int lo, int hi) {
     pugi::xml_attribute a = n.attribute(attr);
     if (!a) return def;
     char* end;
     long v = std::strtol(a.value(), &end, 0);
-    if (end == a.value() || *end || v < 0 || v > 1 << 20)
-      fail(n, fmt::format("{}=\"{}\" is not a count", attr, a.value()));
+    if (end == a.value() || *end || v < lo || v > hi)
+      fail(n, fmt::format("{}=\"{}\" is out of range: allowed {} to {}, a whole number", attr, a.value(), lo, hi));
     return static_cast<int>(v);
+  }
+  std::string bus_id(pugi::xml_node n, const char* attr) {
+    std::string id = n.attribute(attr).value();
+    if (id.empty()) fail(n, fmt::format("missing {}", attr));
+    check_text(n, id, attr);
+    std::transform(id.begin(), id.end(), id.begin(), ::tolower);
+    if (!is_bus_id(id))
+      fail(n, fmt::format("{}=\"{}\" is not a PCI bus id (domain:bus:device.function in hexadecimal, as "
+                          "0000:07:00.0)",
+                          attr, n.attribute(attr).value()));
+    return id;
+  }
+
+  // Where each element may appear, and how deep the tree may go, checked over the whole
+  // document before anything is built (so the builders' recursion is bounded). An element in
+  // the wrong place would otherwise vanish; one this reader does not know is noted and skipped.
+  void check_structure(pugi::xml_node sys) {
+    static const std::map<std::string, std::vector<std::string>> kParents = {
+        {"cpu", {"system"}}, {"pci", {"cpu", "pci"}}, {"gpu", {"pci"}}, {"nvlink", {"gpu"}},
+        {"c2c", {"gpu"}},    {"nic", {"cpu", "pci"}}, {"net", {"nic"}}};
+    int depth = 1;  // of n: <cpu> is 1, as the CPU is in the model
+    int unknown = 0;
+    for (pugi::xml_node n = sys.first_child(); n;) {
+      bool descend = false;
+      if (n.type() == pugi::node_element) {
+        std::string name = n.name(), parent = n.parent().name();
+        auto rule = kParents.find(name);
+        if (rule == kParents.end() && ++unknown <= 10) {
+          t.notes.push_back(fmt::format("{}: line {}: <{}> is not part of NCCL's topology format: ignored", origin,
+                                        line_of(n), name));
+        } else if (rule != kParents.end() && std::find(rule->second.begin(), rule->second.end(), parent) == rule->second.end()) {
+          std::string where;
+          for (const std::string& p : rule->second) where += (where.empty() ? "<" : " or <") + p + ">";
+          fail(n, fmt::format("misplaced: <{}> belongs inside {}, not <{}>", name, where, parent));
+        }
+        if (name == "gpu" || name == "nic")
+          if (pugi::xml_node o = n.previous_sibling(name.c_str()))
+            fail(n, fmt::format("a second <{}> in one <{}> (the first is on line {}): one device per PCI function",
+                                name, parent, line_of(o)));
+        if (depth > kMaxDepth)
+          fail(n, fmt::format("elements nested more than {} levels deep: no machine has a PCI tree that deep",
+                              kMaxDepth));
+        descend = rule != kParents.end() && n.first_child();  // unknown elements are skipped whole
+      }
+      if (descend) {
+        n = n.first_child();
+        depth++;
+        continue;
+      }
+      while (n != sys && !n.next_sibling()) n = n.parent(), depth--;
+      if (n == sys) break;
+      n = n.next_sibling();
+    }
+    if (unknown > 10) t.notes.push_back(fmt::format("{}: {} more unknown elements ignored", origin, unknown - 10));
   }
 
   void nic(pugi::xml_node n, int nic_dev) {
@@ -66,7 +122,7 @@ struct Reader {
       check_text(net, id, "net name");
       if (id.empty()) id = fmt::format("{}/net{}", t.devices[nic_dev].id, i);
       if (t.find(id) >= 0) fail(net, fmt::format("duplicate net name '{}'", id));
-      t.add(Kind::Port, id, nic_dev, attrs_of(net));
+      t.add(Kind::Port, id, nic_dev, attrs_of(net, Kind::Port));
       i++;
     }
   }
@@ -81,26 +137,29 @@ struct Reader {
   }
 
   void pci(pugi::xml_node n, int parent) {
-    std::string busid = n.attribute("busid").value();
-    if (busid.empty()) fail(n, "missing busid");
-    check_text(n, busid, "busid");
-    std::transform(busid.begin(), busid.end(), busid.begin(), ::tolower);
+    std::string busid = bus_id(n, "busid");
     if (t.find(busid) >= 0) fail(n, fmt::format("duplicate busid {}", busid));
-    auto attrs = attrs_of(n, {"busid"});
-    int d = t.add(kind_of_class(n.attribute("class").value()), busid, parent, std::move(attrs));
+    Kind k = kind_of_class(n.attribute("class").value());
+    auto attrs = attrs_of(n, k, {"busid"});
+    int d = t.add(k, busid, parent, std::move(attrs));
     for (pugi::xml_node c : n.children()) {
       std::string name = c.name();
       if (name == "pci") {
         pci(c, d);
       } else if (name == "gpu") {
         t.devices[d].kind = Kind::Gpu;
-        for (auto& [k, v] : attrs_of(c)) t.devices[d].attrs[k] = v;
+        for (auto& [k, v] : attrs_of(c, Kind::Gpu)) t.devices[d].attrs[k] = v;
         for (pugi::xml_node l : c.children("nvlink")) {
-          std::string target = l.attribute("target").value();
-          if (target.empty()) fail(l, "missing target");
-          check_text(l, target, "target");
-          std::transform(target.begin(), target.end(), target.begin(), ::tolower);
-          nvlinks.push_back({d, target, l.attribute("tclass").value(), parse_int(l, "count", 1), l});
+          std::string target = bus_id(l, "target");
+          // NVLink 5 has 18 lanes a GPU; 128 leaves room and stops a typo from pricing a link
+          // as thousands of lanes.
+          int count = parse_int(l, "count", 1, 1, 128);
+          if (target == busid) {
+            t.notes.push_back(fmt::format("{}: line {}: dropped an NVLink from GPU {} to itself", origin, line_of(l),
+                                          busid));
+            continue;
+          }
+          nvlinks.push_back({d, target, l.attribute("tclass").value(), count, l});
         }
       } else if (name == "nic") {
         t.devices[d].kind = Kind::Nic;
@@ -149,15 +208,15 @@ Topology from_nccl_xml(const std::string& text, const std::string& origin, const
   if (version != "1")
     rd.fail(sys, fmt::format("version=\"{}\" is not supported: NCCL reads only version 1{}", version,
                              version == "2" ? " (version 2 is RCCL's dialect)" : ""));
+  rd.check_structure(sys);
   int h = rd.t.add(Kind::Host, host, -1);
   int ncpu = 0;
   for (pugi::xml_node c : sys.children()) {
     if (std::string(c.name()) != "cpu") continue;
     std::string numa = c.attribute("numaid").value();
-    rd.check_text(c, numa, "numaid");
     std::string id = "cpu" + (numa.empty() ? std::to_string(ncpu) : numa);
     if (rd.t.find(id) >= 0) rd.fail(c, fmt::format("duplicate numaid {}", numa));
-    int cpu = rd.t.add(Kind::Cpu, id, h, rd.attrs_of(c));
+    int cpu = rd.t.add(Kind::Cpu, id, h, rd.attrs_of(c, Kind::Cpu));
     int nics = 0;
     for (pugi::xml_node d : c.children()) {
       std::string name = d.name();
@@ -206,15 +265,14 @@ void write_attrs(std::ostringstream& o, const std::map<std::string, std::string>
   }
 }
 
-void write_device(const Topology& t, int d, int depth, std::ostringstream& o) {
+void write_device(const Topology& t, const std::vector<std::vector<int>>& children, int d, int depth,
+                  std::ostringstream& o) {
   const Device& dev = t.devices[d];
   std::string ind(static_cast<size_t>(depth) * 2, ' ');
   if (dev.kind == Kind::NvSwitch && dev.id.rfind("nvswitch:", 0) == 0) return;  // not in the PCI tree
   if (dev.kind == Kind::Port) return;
   bool has_bus = dev.id.find(':') != std::string::npos;
-  std::vector<int> kids;
-  for (size_t i = 0; i < t.devices.size(); i++)
-    if (t.devices[i].parent == d) kids.push_back(static_cast<int>(i));
+  const std::vector<int>& kids = children[static_cast<size_t>(d)];
   if (dev.kind == Kind::Nic && !has_bus) {
     o << ind << "<nic>\n";
   } else {
@@ -239,6 +297,7 @@ void write_device(const Topology& t, int d, int depth, std::ostringstream& o) {
     bool ports = false;
     for (int k : kids) ports |= t.devices[k].kind == Kind::Port;
     if (ports && has_bus) o << ind << "  <nic>\n";
+    if (!ports && has_bus) o << ind << "  <nic/>\n";  // the class may not say NIC: the element does
     for (int k : kids)
       if (t.devices[k].kind == Kind::Port) {
         o << ind << (has_bus ? "    " : "  ") << "<net";
@@ -247,7 +306,7 @@ void write_device(const Topology& t, int d, int depth, std::ostringstream& o) {
       }
     if (ports && has_bus) o << ind << "  </nic>\n";
   }
-  for (int k : kids) write_device(t, k, depth + 1, o);
+  for (int k : kids) write_device(t, children, k, depth + 1, o);
   o << ind << (dev.kind == Kind::Nic && !has_bus ? "</nic>\n" : "</pci>\n");
 }
 
@@ -257,13 +316,13 @@ std::string to_nccl_xml(const Topology& t) {
   std::ostringstream o;
   o << "<system version=\"1\">\n";
   int host = t.of_kind(Kind::Host).empty() ? -1 : t.of_kind(Kind::Host)[0];
+  const std::vector<std::vector<int>> children = t.children();
   for (int c : t.of_kind(Kind::Cpu)) {
     if (t.host_of(c) != host) continue;  // the format describes one machine
     o << "  <cpu";
     write_attrs(o, t.devices[c].attrs, false, false);
     o << ">\n";
-    for (size_t i = 0; i < t.devices.size(); i++)
-      if (t.devices[i].parent == c) write_device(t, static_cast<int>(i), 2, o);
+    for (int k : children[static_cast<size_t>(c)]) write_device(t, children, k, 2, o);
     o << "  </cpu>\n";
   }
   o << "</system>\n";

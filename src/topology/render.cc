@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <sstream>
 
 namespace coral::topology {
@@ -66,7 +65,9 @@ std::string render_matrix(const Topology& t) {
   }
   o << "\nLegend:\n"
        "  X    = self\n"
+       "  LOC  = the same device (two ports of one NIC)\n"
        "  NV#  = NVLink, # lanes (direct, or through NVSwitches)\n"
+       "  C2C  = chip-to-chip link between a GPU and its CPU (Grace)\n"
        "  PIX  = at most one PCIe bridge\n"
        "  PXB  = several PCIe bridges, no host bridge\n"
        "  PHB  = PCIe and a host bridge (the CPU)\n"
@@ -79,13 +80,18 @@ std::string render_matrix(const Topology& t) {
 
 std::string render_tree(const Topology& t) {
   std::ostringstream o;
-  std::function<void(int, int)> walk = [&](int d, int depth) {
+  const std::vector<std::vector<int>> kids = t.children();
+  // Depth first with an explicit stack: a model can be deeper than the thread's stack allows.
+  std::vector<std::pair<int, int>> stack;  // device, depth
+  for (size_t i = t.devices.size(); i-- > 0;)
+    if (t.devices[i].parent < 0) stack.push_back({static_cast<int>(i), 0});
+  while (!stack.empty()) {
+    auto [d, depth] = stack.back();
+    stack.pop_back();
     o << std::string(static_cast<size_t>(depth) * 2, ' ') << label(t, d) << "\n";
-    for (size_t i = 0; i < t.devices.size(); i++)
-      if (t.devices[i].parent == d) walk(static_cast<int>(i), depth + 1);
-  };
-  for (size_t i = 0; i < t.devices.size(); i++)
-    if (t.devices[i].parent < 0) walk(static_cast<int>(i), 0);
+    const std::vector<int>& k = kids[static_cast<size_t>(d)];
+    for (size_t i = k.size(); i-- > 0;) stack.push_back({k[i], depth + 1});
+  }
   for (const Link& l : t.links)
     o << fmt::format("link {} {} <-> {}: {:.1f} GB/s{}\n", link_name(l.type), t.devices[l.a].id, t.devices[l.b].id,
                      l.bw, l.lanes ? fmt::format(" ({} lanes)", l.lanes) : "");
@@ -109,7 +115,7 @@ std::string render_dot(const Topology& t) {
   return o.str();
 }
 
-std::string render_summary(const Topology& t) {
+std::string render_summary(const Topology& t, int copies) {
   int nvlinks = 0;
   for (const Link& l : t.links) nvlinks += l.type == LinkType::NvLink ? l.lanes : 0;
   int cores = 0;
@@ -117,9 +123,9 @@ std::string render_summary(const Topology& t) {
   return fmt::format(
       "hosts {}, NUMA nodes {}, cores {}, GPUs {}, NVSwitches {}, NICs {} ({} ports), "
       "NVLink lanes {}, PCI switches/bridges {}\n",
-      t.of_kind(Kind::Host).size(), t.of_kind(Kind::Cpu).size(), cores, t.of_kind(Kind::Gpu).size(),
-      t.of_kind(Kind::NvSwitch).size(), t.of_kind(Kind::Nic).size(), t.of_kind(Kind::Port).size(), nvlinks,
-      t.of_kind(Kind::PciSwitch).size());
+      copies * t.of_kind(Kind::Host).size(), copies * t.of_kind(Kind::Cpu).size(), copies * cores,
+      copies * t.of_kind(Kind::Gpu).size(), copies * t.of_kind(Kind::NvSwitch).size(), copies * t.of_kind(Kind::Nic).size(),
+      copies * t.of_kind(Kind::Port).size(), copies * nvlinks, copies * t.of_kind(Kind::PciSwitch).size());
 }
 
 }  // namespace coral::topology

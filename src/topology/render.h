@@ -9,7 +9,7 @@ namespace coral::topology {
 std::string render_matrix(const Topology& t);
 std::string render_tree(const Topology& t);
 std::string render_dot(const Topology& t);
-// A short census: counts of each kind and link type.
-std::string render_summary(const Topology& t);
+// A short census: counts of each kind and link type, of `copies` hosts like t.
+std::string render_summary(const Topology& t, int copies = 1);
 
 }  // namespace coral::topology

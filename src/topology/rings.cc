@@ -19,8 +19,11 @@ double hop_cost(const Topology& t, int a, int b) {
 std::vector<int> order_host(const Topology& t, const std::vector<RankPlace>& ranks, const std::vector<int>& mine,
                             bool cyclic) {
   size_t n = mine.size();
-  auto cost = [&](size_t i, size_t j) { return hop_cost(t, ranks[mine[i]].device, ranks[mine[j]].device); };
   if (n <= 2) return mine;
+  std::vector<double> costs(n * n);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) costs[i * n + j] = hop_cost(t, ranks[mine[i]].device, ranks[mine[j]].device);
+  auto cost = [&](size_t i, size_t j) { return costs[i * n + j]; };
   if (n <= 12) {
     const double inf = std::numeric_limits<double>::infinity();
     size_t full = size_t{1} << n;
@@ -76,6 +79,12 @@ std::map<int, std::vector<int>> by_host(const std::vector<RankPlace>& ranks) {
 
 }  // namespace
 
+HostPlan plan_host(const Topology& t, const std::vector<RankPlace>& ranks, bool alone) {
+  std::vector<int> all(ranks.size());
+  for (size_t i = 0; i < all.size(); i++) all[i] = static_cast<int>(i);
+  return {order_host(t, ranks, all, alone), assign_nics(t, ranks)};
+}
+
 std::vector<int> ring_order(const Topology& t, const std::vector<RankPlace>& ranks) {
   std::vector<int> ring;
   auto hosts = by_host(ranks);
@@ -88,24 +97,32 @@ std::vector<int> ring_order(const Topology& t, const std::vector<RankPlace>& ran
 
 std::vector<int> assign_nics(const Topology& t, const std::vector<RankPlace>& ranks) {
   std::vector<int> out(ranks.size(), -1);
-  std::map<int, int> load;  // port -> ranks assigned
+  std::map<int, std::vector<int>> endpoints;  // host -> its NIC endpoints
+  for (int p : t.nic_endpoints()) endpoints[t.host_of(p)].push_back(p);
+  // Load counts per NIC, not per port: the two ports of one NIC share its PCIe link, so a second
+  // rank is better served by another NIC that is as close.
+  std::map<int, int> nic_load, port_load;
   for (size_t r = 0; r < ranks.size(); r++) {
     double best = std::numeric_limits<double>::infinity();
-    for (int p : t.nic_endpoints()) {
-      if (t.host_of(p) != ranks[r].host) continue;
+    for (int p : endpoints[ranks[r].host]) {
       PathInfo pi = t.path(ranks[r].device, p);
       // A usable port first (not down, not a virtual device), then closeness, then the least
-      // loaded, then the faster one.
+      // loaded NIC, then the fewest hops, then the least loaded port, then the faster one.
       const Device& port = t.devices[p];
+      const int nic = port.kind == Kind::Port ? port.parent : p;
       std::string state = port.attr("state");
       bool usable = state.empty() || state == "up" || state == "unknown" || state.find("ACTIVE") != std::string::npos;
-      usable = usable && port.attr("virtual").empty() &&
-               (port.kind != Kind::Port || t.devices[port.parent].attr("virtual").empty());
-      double c =
-          (usable ? 0 : 1e9) + static_cast<double>(pi.type) * 1e6 + load[p] * 1e3 + 1.0 / std::max(t.up_bw(p), 1e-3);
+      usable = usable && port.attr("virtual").empty() && t.devices[nic].attr("virtual").empty();
+      double c = (usable ? 0 : 1e15) + static_cast<double>(pi.type) * 1e12 + nic_load[nic] * 1e9 +
+                 std::min(t.hops(ranks[r].device, p), 999) * 1e6 + port_load[p] * 1e3 +
+                 1.0 / std::max(t.up_bw(p), 1e-3);
       if (c < best) best = c, out[r] = p;
     }
-    if (out[r] >= 0) load[out[r]]++;
+    if (out[r] >= 0) {
+      const Device& port = t.devices[out[r]];
+      nic_load[port.kind == Kind::Port ? port.parent : out[r]]++;
+      port_load[out[r]]++;
+    }
   }
   return out;
 }

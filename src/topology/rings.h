@@ -19,9 +19,20 @@ struct RankPlace {
 // for up to 12 ranks a host and greedily beyond.
 std::vector<int> ring_order(const Topology& t, const std::vector<RankPlace>& ranks);
 
-// The NIC (a Port device) each rank should use: the closest by path class, then bandwidth,
-// spreading ranks evenly over equally close NICs. -1 where the host has no NIC.
+// The NIC (a Port device) each rank should use: the closest by path class; among equally close
+// ones the least loaded NIC (every NIC gets a rank before any NIC's second port does), then the
+// fewest hops, then bandwidth. -1 where the host has no NIC.
 std::vector<int> assign_nics(const Topology& t, const std::vector<RankPlace>& ranks);
+
+// One host's part of the ring, for ranks all on that host: the order they take (indices into
+// ranks; a cycle when the host is alone, else an open path the network closes) and each one's
+// NIC. Hosts are alike in a job more often than not: a plan made once serves every host.
+// ring_order and assign_nics are this, per host.
+struct HostPlan {
+  std::vector<int> order;
+  std::vector<int> nic;
+};
+HostPlan plan_host(const Topology& t, const std::vector<RankPlace>& ranks, bool alone);
 
 // A binary tree over hosts for inter-host traffic: per host, the rank closest to a NIC leads;
 // parent[i] is the parent rank of rank i in the tree of leaders (-1 for the root and for

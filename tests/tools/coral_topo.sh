@@ -49,5 +49,17 @@ expect_fail 'devices\[0\]: missing "id"' -l "$tmp/bad.json"
 echo "hello" >"$tmp/text"
 expect_fail "neither JSON" -l "$tmp/text"
 
+expect_fail "is a directory" -l "$tmp"
+grep -q "rings: wants a number of ranks a host, 1 to 65536; got '0'" <<<"$("$topo" -l "$h100" -r 0 2>&1)" \
+  && ok "-r 0 says what it wants" || bad "-r 0 message"
+"$topo" -l "$h100" | grep -q "LOC  =" && "$topo" -l "$h100" | grep -q "C2C  =" && ok "legend has LOC and C2C" || bad "legend"
+a100=$fix/nccl-issue2397_2xA100-PCIe_RoCE_nonvlink.xml
+"$topo" -l "$a100" -r 3 2>&1 >/dev/null | grep -q "warning: 3 ranks a host but 2 GPUs" && ok "oversubscribed GPUs warned" \
+  || bad "no warning for 3 ranks on 2 GPUs"
+out=$("$topo" -l "$h100" -f summary -r 8 --hosts 4096) || bad "--hosts 4096"
+grep -q "rank 32767 on host4095/0000:d8:00.0 (gpu), NIC host4095/mlx5_16 (0000:d5:00.0)" <<<"$out" \
+  && ok "4096 hosts: one host's plan repeated" || bad "4096 hosts: $(echo "$out" | tail -3)"
+grep -q "hosts 4096, NUMA nodes 8192" <<<"$out" && ok "4096-host summary" || bad "4096-host summary"
+
 echo "coral-topo: $fails failure(s)"
 [ $fails -eq 0 ]

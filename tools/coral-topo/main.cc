@@ -26,26 +26,48 @@ void write_out(const std::string& path, const std::string& text) {
   if (!out) throw Error(fmt::format("cannot write {}", path));
 }
 
-std::string rings(const Topology& t, int ranks_per_host) {
+// Hosts of a job are copies of one machine: one host's plan serves all, and the ring visits
+// the hosts in turn (plan_host, as the library does at init).
+std::string rings(const Topology& t, int ranks_per_host, int hosts) {
   std::vector<RankPlace> places = default_places(t, ranks_per_host);
-  std::string s = fmt::format("{} ranks ({} per host):\n", places.size(), ranks_per_host);
-  auto where = [&](int r) { return t.devices[places[r].device].id; };
-  std::vector<int> ring = ring_order(t, places);
+  const size_t n = places.size(), total = n * static_cast<size_t>(hosts);
+  if (int gpus = static_cast<int>(t.of_kind(Kind::Gpu).size()); gpus > 0 && ranks_per_host > gpus)
+    std::fprintf(stderr,
+                 "coral-topo: warning: %d ranks a host but %d GPUs: ranks %d and up share a GPU with a lower "
+                 "rank\n",
+                 ranks_per_host, gpus, gpus);
+  HostPlan plan = plan_host(t, places, hosts == 1);
+  std::string s = fmt::format("{} ranks ({} per host):\n", total, ranks_per_host);
+  auto prefix = [&](size_t h) { return hosts > 1 ? fmt::format("host{}/", h) : std::string(); };
   s += "ring:";
-  for (size_t i = 0; i < ring.size(); i++) {
-    int a = ring[i], b = ring[(i + 1) % ring.size()];
-    LinkClass lc = link_class(t, places[a], places[b]);
-    s += fmt::format(" {} -{}-> ", a, ring.size() > 1 ? path_name(lc.path) : "");
-    if (i + 1 == ring.size()) s += std::to_string(b);
+  for (size_t i = 0; i < total; i++) {
+    size_t h = i / n, j = (i + 1) % total;
+    int a = plan.order[i % n], b = plan.order[j % n];
+    std::string cls;
+    if (total > 1) {
+      cls = path_name(j / n != h ? Path::NET : link_class(t, places[a], places[b]).path);
+    }
+    s += fmt::format(" {} -{}-> ", h * n + a, cls);
+    if (i + 1 == total) s += std::to_string(b);
   }
   s += "\n";
-  std::vector<int> nics = assign_nics(t, places);
-  for (size_t r = 0; r < places.size(); r++)
-    s += fmt::format("  rank {:3} on {} ({}), NIC {}\n", r, where(static_cast<int>(r)),
-                     kind_name(t.devices[places[r].device].kind), nics[r] >= 0 ? t.devices[nics[r]].id : "none");
-  HostTree tree = host_tree(t, places);
+  for (size_t h = 0; h < static_cast<size_t>(hosts); h++)
+    for (size_t r = 0; r < n; r++) {
+      const Device& d = t.devices[places[r].device];
+      std::string nic = "none";
+      if (int p = plan.nic[r]; p >= 0) {
+        nic = prefix(h) + t.devices[p].id;
+        int pci = t.devices[p].kind == Kind::Port ? t.devices[p].parent : p;
+        if (pci != p && is_bus_id(t.devices[pci].id)) nic += " (" + t.devices[pci].id + ")";
+      }
+      s += fmt::format("  rank {:3} on {}{} ({}), NIC {}\n", h * n + r, prefix(h), d.id, kind_name(d.kind), nic);
+    }
+  // Per host the rank nearest its NIC leads; leaders form a binary tree in host order.
+  HostTree one = host_tree(t, places);
+  const size_t lead = static_cast<size_t>(one.leaders.empty() ? 0 : one.leaders[0]);
   s += "inter-host tree (leader rank per host -> parent):";
-  for (int l : tree.leaders) s += fmt::format(" {}->{}", l, tree.parent[l]);
+  for (size_t h = 0; h < static_cast<size_t>(hosts); h++)
+    s += fmt::format(" {}->{}", h * n + lead, h == 0 ? -1 : static_cast<long>(((h - 1) / 2) * n + lead));
   return s + "\n";
 }
 
@@ -62,12 +84,21 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "write there instead of standard output");
   app.add_option("--png", png, "also draw the graph to this PNG (needs graphviz's dot)");
   app.add_option("-r,--rings", ranks, "show the ring, NIC choice and host tree for N ranks a host")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            char* end = nullptr;
+            long n = std::strtol(v.c_str(), &end, 10);
+            return end != v.c_str() && *end == 0 && n >= 1 && n <= 1 << 16
+                       ? std::string()
+                       : "wants a number of ranks a host, 1 to 65536; got '" + v + "'";
+          },
+          "N"));
   app.add_option("--hosts", hosts, "treat the model as this many identical hosts (for --rings)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   app.add_option("--sysfs", sysfs, "sysfs root for NIC detection")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  setenv("HWLOC_XML_VERBOSE", "1", 0);  // hwloc says why it refuses a file only when asked
   try {
     Topology t;
     if (!load.empty()) {
@@ -80,7 +111,10 @@ int main(int argc, char** argv) {
       o.sysfs = sysfs;
       t = detect(o);
     }
-    if (hosts > 1) {
+    for (const std::string& note : t.notes) std::fprintf(stderr, "coral-topo: note: %s\n", note.c_str());
+    Topology one = t;  // a single host, for the rings
+    bool whole = format != "summary" || hosts == 1;
+    if (hosts > 1 && whole) {
       std::vector<Topology> copies(static_cast<size_t>(hosts), t);
       std::vector<std::string> names;
       for (int h = 0; h < hosts; h++) names.push_back(fmt::format("host{}", h));
@@ -88,12 +122,12 @@ int main(int argc, char** argv) {
     }
     std::string text;
     if (format == "matrix" || format == "all") text += render_matrix(t);
-    if (format == "summary" || format == "all") text += render_summary(t);
+    if (format == "summary" || format == "all") text += render_summary(whole ? t : one, whole ? 1 : hosts);
     if (format == "tree" || format == "all") text += render_tree(t);
     if (format == "json") text += to_json(t) + "\n";
     if (format == "dot") text += render_dot(t);
     if (format == "xml") text += to_nccl_xml(t);
-    if (ranks > 0) text += rings(t, ranks);
+    if (ranks > 0) text += rings(one, ranks, hosts);
     write_out(output, text);
     if (!png.empty()) {
       std::string dot_file = png + ".dot";
