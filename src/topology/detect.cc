@@ -28,7 +28,8 @@ Topology detect(const DetectOptions& o) {
 
 Topology load_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(fmt::format("{}: is a directory, not a topology file", path));
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("{}: is a directory, not a topology file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open", path));
   // Read in pieces up to a cap: a device (/dev/zero) or a wrong file must not eat the memory.

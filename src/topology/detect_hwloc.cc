@@ -37,7 +37,8 @@ void check_hwloc_xml(const std::string& xml, const std::string& origin) {
   pugi::xml_document doc;
   pugi::xml_parse_result r = doc.load_buffer(xml.data(), xml.size());
   auto line = [&](ptrdiff_t off) {
-    return 1 + std::count(xml.begin(), xml.begin() + std::min<ptrdiff_t>(std::max<ptrdiff_t>(off, 0), xml.size()), '\n');
+    return 1 +
+           std::count(xml.begin(), xml.begin() + std::min<ptrdiff_t>(std::max<ptrdiff_t>(off, 0), xml.size()), '\n');
   };
   if (!r) throw Error(fmt::format("{}: line {}: malformed XML: {}", origin, line(r.offset), r.description()));
   pugi::xml_node top = doc.child("topology");
@@ -45,15 +46,16 @@ void check_hwloc_xml(const std::string& xml, const std::string& origin) {
   std::string version = top.attribute("version").value();
   int major = std::atoi(version.c_str());
   if (major > HWLOC_API_VERSION >> 16)
-    throw Error(fmt::format("{}: hwloc XML version {} is newer than this hwloc reads (versions up to {}.x): "
-                            "export it with hwloc {}.x (lstopo --of xml)",
-                            origin, version, HWLOC_API_VERSION >> 16, HWLOC_API_VERSION >> 16));
+    throw Error(
+        fmt::format("{}: hwloc XML version {} is newer than this hwloc reads (versions up to {}.x): "
+                    "export it with hwloc {}.x (lstopo --of xml)",
+                    origin, version, HWLOC_API_VERSION >> 16, HWLOC_API_VERSION >> 16));
   int depth = 0;
   for (pugi::xml_node n = top.first_child(); n;) {
     if (n.type() == pugi::node_element && n.first_child()) {
       if (++depth > 4 * kMaxDepth)
-        throw Error(fmt::format("{}: line {}: elements nested more than {} levels deep", origin,
-                                line(n.offset_debug()), 4 * kMaxDepth));
+        throw Error(fmt::format("{}: line {}: elements nested more than {} levels deep", origin, line(n.offset_debug()),
+                                4 * kMaxDepth));
       n = n.first_child();
       continue;
     }
@@ -143,8 +145,7 @@ class Walker {
              : (cls == 0x0302 || ((cls >> 8) == 0x03 && p.vendor_id == 0x10de)) ? Kind::Gpu
              : (cls == 0x0200 || cls == 0x0207)                                 ? Kind::Nic
                                                                                 : Kind::Pci;
-    if (t_.find(busid(p)) >= 0)
-      throw Error(fmt::format("{}: PCI bus id {} appears twice", origin_, busid(p)));
+    if (t_.find(busid(p)) >= 0) throw Error(fmt::format("{}: PCI bus id {} appears twice", origin_, busid(p)));
     int d = t_.add(k, busid(p), parent, pci_attrs(p));
     obj_dev_[o] = d;
     std::vector<hwloc_obj_t> nets, fabrics;

@@ -51,11 +51,16 @@ auto located(const std::string& where, F f) {
 void check_place(const Topology& t, Kind k, const std::string& id, int parent, const std::string& where) {
   Kind pk = parent >= 0 ? t.devices[static_cast<size_t>(parent)].kind : Kind::Host;
   std::string why;
-  if (k == Kind::Host && parent >= 0) why = "a host cannot have a parent";
-  else if (k != Kind::Host && parent < 0) why = fmt::format("a {} needs a parent", kind_name(k));
-  else if (k == Kind::Cpu && pk != Kind::Host) why = fmt::format("a cpu belongs to a host, not a {}", kind_name(pk));
-  else if (k == Kind::Port && pk != Kind::Nic) why = fmt::format("a port belongs to a nic, not a {}", kind_name(pk));
-  else if (pk == Kind::Port) why = "nothing can hang off a port";
+  if (k == Kind::Host && parent >= 0)
+    why = "a host cannot have a parent";
+  else if (k != Kind::Host && parent < 0)
+    why = fmt::format("a {} needs a parent", kind_name(k));
+  else if (k == Kind::Cpu && pk != Kind::Host)
+    why = fmt::format("a cpu belongs to a host, not a {}", kind_name(pk));
+  else if (k == Kind::Port && pk != Kind::Nic)
+    why = fmt::format("a port belongs to a nic, not a {}", kind_name(pk));
+  else if (pk == Kind::Port)
+    why = "nothing can hang off a port";
   if (!why.empty()) throw Error(fmt::format("{}: '{}': {}", where, id, why));
   bool pci = k == Kind::Pci || k == Kind::PciSwitch || k == Kind::Gpu;
   std::string bus = id.substr(id.rfind('/') == id.npos ? 0 : id.rfind('/') + 1);
@@ -96,8 +101,10 @@ Topology from_json(const std::string& text, const std::string& origin) {
       if (parent < 0) throw Error(fmt::format("{}: parent '{}' is not listed before it", where, p->get<std::string>()));
     }
     check_place(t, k, id, parent, where);
-    if (parent >= 0) depth.push_back(depth[static_cast<size_t>(parent)] + 1);
-    else depth.push_back(0);
+    if (parent >= 0)
+      depth.push_back(depth[static_cast<size_t>(parent)] + 1);
+    else
+      depth.push_back(0);
     if (depth.back() > kMaxDepth)
       throw Error(fmt::format("{}: devices nested more than {} levels deep: no machine is", where, kMaxDepth));
     std::map<std::string, std::string> attrs;
@@ -128,7 +135,8 @@ Topology from_json(const std::string& text, const std::string& origin) {
       if (!(bw >= 0) || !(bw < 1e12) || lanes < 0 || lanes > 128)
         throw Error(where + ": bandwidth or lanes out of range (bw 0 to 1e12 GB/s, lanes 0 to 128)");
       if (a == b) {
-        t.notes.push_back(fmt::format("{}: dropped a {} link from {} to itself", where, link_name(type), t.devices[a].id));
+        t.notes.push_back(
+            fmt::format("{}: dropped a {} link from {} to itself", where, link_name(type), t.devices[a].id));
         continue;
       }
       t.links.push_back({a, b, type, bw, static_cast<int>(lanes)});

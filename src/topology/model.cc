@@ -102,8 +102,8 @@ std::string in_range(const std::string& key, const std::string& v, double lo, do
                      const char* unit = "") {
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
-  bool ok = end != v.c_str() && *end == '\0' && std::isfinite(x) && x >= lo && x <= hi &&
-            (!integer || x == std::floor(x));
+  bool ok =
+      end != v.c_str() && *end == '\0' && std::isfinite(x) && x >= lo && x <= hi && (!integer || x == std::floor(x));
   if (ok) return "";
   return fmt::format("{}=\"{}\" is out of range: allowed {:g} to {:g}{}{}", key, v, lo, hi, unit,
                      integer ? ", a whole number" : "");

@@ -89,7 +89,8 @@ struct Reader {
         if (rule == kParents.end() && ++unknown <= 10) {
           t.notes.push_back(fmt::format("{}: line {}: <{}> is not part of NCCL's topology format: ignored", origin,
                                         line_of(n), name));
-        } else if (rule != kParents.end() && std::find(rule->second.begin(), rule->second.end(), parent) == rule->second.end()) {
+        } else if (rule != kParents.end() &&
+                   std::find(rule->second.begin(), rule->second.end(), parent) == rule->second.end()) {
           std::string where;
           for (const std::string& p : rule->second) where += (where.empty() ? "<" : " or <") + p + ">";
           fail(n, fmt::format("misplaced: <{}> belongs inside {}, not <{}>", name, where, parent));
@@ -99,8 +100,8 @@ struct Reader {
             fail(n, fmt::format("a second <{}> in one <{}> (the first is on line {}): one device per PCI function",
                                 name, parent, line_of(o)));
         if (depth > kMaxDepth)
-          fail(n, fmt::format("elements nested more than {} levels deep: no machine has a PCI tree that deep",
-                              kMaxDepth));
+          fail(n,
+               fmt::format("elements nested more than {} levels deep: no machine has a PCI tree that deep", kMaxDepth));
         descend = rule != kParents.end() && n.first_child();  // unknown elements are skipped whole
       }
       if (descend) {
@@ -155,8 +156,8 @@ struct Reader {
           // as thousands of lanes.
           int count = parse_int(l, "count", 1, 1, 128);
           if (target == busid) {
-            t.notes.push_back(fmt::format("{}: line {}: dropped an NVLink from GPU {} to itself", origin, line_of(l),
-                                          busid));
+            t.notes.push_back(
+                fmt::format("{}: line {}: dropped an NVLink from GPU {} to itself", origin, line_of(l), busid));
             continue;
           }
           nvlinks.push_back({d, target, l.attribute("tclass").value(), count, l});

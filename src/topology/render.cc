@@ -124,8 +124,9 @@ std::string render_summary(const Topology& t, int copies) {
       "hosts {}, NUMA nodes {}, cores {}, GPUs {}, NVSwitches {}, NICs {} ({} ports), "
       "NVLink lanes {}, PCI switches/bridges {}\n",
       copies * t.of_kind(Kind::Host).size(), copies * t.of_kind(Kind::Cpu).size(), copies * cores,
-      copies * t.of_kind(Kind::Gpu).size(), copies * t.of_kind(Kind::NvSwitch).size(), copies * t.of_kind(Kind::Nic).size(),
-      copies * t.of_kind(Kind::Port).size(), copies * nvlinks, copies * t.of_kind(Kind::PciSwitch).size());
+      copies * t.of_kind(Kind::Gpu).size(), copies * t.of_kind(Kind::NvSwitch).size(),
+      copies * t.of_kind(Kind::Nic).size(), copies * t.of_kind(Kind::Port).size(), copies * nvlinks,
+      copies * t.of_kind(Kind::PciSwitch).size());
 }
 
 }  // namespace coral::topology

@@ -101,7 +101,8 @@ TEST_CASE("misplaced elements are errors naming the line") {
   e = xml_error("<system version=\"1\">\n<cpu numaid=\"0\">\n  <cpu numaid=\"1\"/>\n</cpu>\n</system>\n");
   CHECK_THAT(e, Catch::Contains("line 3") && Catch::Contains("<cpu> belongs inside <system>, not <cpu>"));
   // Two <gpu> in one <pci>.
-  e = xml_error(nccl_with("<pci busid=\"0000:02:00.0\" class=\"0x030200\">\n<gpu dev=\"0\"/>\n<gpu dev=\"1\"/>\n</pci>\n"));
+  e = xml_error(
+      nccl_with("<pci busid=\"0000:02:00.0\" class=\"0x030200\">\n<gpu dev=\"0\"/>\n<gpu dev=\"1\"/>\n</pci>\n"));
   CHECK_THAT(e, Catch::Contains("line 6") && Catch::Contains("a second <gpu>") && Catch::Contains("line 5"));
   // A <net> with no <nic>.
   e = xml_error(nccl_with("<pci busid=\"0000:02:00.0\" class=\"0x020000\">\n<net name=\"mlx5_0\"/>\n</pci>\n"));
@@ -120,8 +121,9 @@ TEST_CASE("out-of-range values are refused with the line and the allowed range")
   CHECK_THAT(xml_error(net("speed=\"1e400\"")), Catch::Contains("line 6") && Catch::Contains("allowed 0 to 1e+07"));
   CHECK_THAT(xml_error(net("speed=\"-200000\"")), Catch::Contains("speed=\"-200000\" is out of range"));
   CHECK(xml_error(net("speed=\"400000\"")).empty());
-  std::string nv = "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"90\">"
-                   "<nvlink target=\"0000:03:00.0\" count=\"1000000\" tclass=\"0x068000\"/></gpu></pci>\n";
+  std::string nv =
+      "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"90\">"
+      "<nvlink target=\"0000:03:00.0\" count=\"1000000\" tclass=\"0x068000\"/></gpu></pci>\n";
   CHECK_THAT(xml_error(nccl_with(nv)), Catch::Contains("count=\"1000000\"") && Catch::Contains("1 to 128"));
   for (const char* numa : {"99999999999", "-1", "4096"})
     CHECK_THAT(xml_error(fmt::format("<system version=\"1\"><cpu numaid=\"{}\"/></system>", numa)),
@@ -135,8 +137,9 @@ TEST_CASE("out-of-range values are refused with the line and the allowed range")
 }
 
 TEST_CASE("self-links are dropped with a note") {
-  std::string self = "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"90\">"
-                     "<nvlink target=\"0000:02:00.0\" count=\"4\" tclass=\"0x030200\"/></gpu></pci>\n";
+  std::string self =
+      "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"90\">"
+      "<nvlink target=\"0000:02:00.0\" count=\"4\" tclass=\"0x030200\"/></gpu></pci>\n";
   Topology t = from_nccl_xml(nccl_with(self), "t.xml");
   CHECK(t.links.empty());
   REQUIRE(t.notes.size() == 1);
