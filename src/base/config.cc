@@ -40,7 +40,8 @@ Knob list(const char* n, const char* def, const char* choices, const char* doc) 
 const std::vector<Knob>& knobs() {
   static const std::vector<Knob> table = {
       choice("CORAL_DEBUG", "WARN", "NONE,WARN,INFO,TRACE", "Log level. Lines go to stderr, prefixed host:pid:rank."),
-      list("CORAL_DEBUG_SUBSYS", "ALL", "INIT,NET,SHM,COLL,TUNE,BOOT,ALL", "Comma list of the subsystems that log."),
+      list("CORAL_DEBUG_SUBSYS", "ALL", "INIT,NET,SHM,COLL,TUNE,BOOT,TOPO,ALL",
+           "Comma list of the subsystems that log."),
       real("CORAL_TIMEOUT", "300", 1e-3, kInf,
            "Seconds a collective or bootstrap step may wait on a peer before coralTimeout."),
       integer("CORAL_RANK", "-1", -1, 1 << 30, "Rank of this process (set by coral-run)."),
@@ -76,7 +77,17 @@ const std::vector<Knob>& knobs() {
            "tcp between hosts), or a name or comma list of shm, tcp, ucx, ibverbs."),
       text("CORAL_SOCKET_IFNAME", "",
            "Interfaces TCP may use, as NCCL_SOCKET_IFNAME: name prefixes (eth,ens), ^ to exclude (^docker,lo), = "
-           "for exact names (=eth0). Default: the interface that routes to the rendezvous store."),
+           "for exact names (=eth0). Default: the physical NIC the topology puts closest to the rank, else the "
+           "interface that routes to the rendezvous store."),
+      text("CORAL_TOPO_FILE", "",
+           "Read this host's topology from a file (NCCL topology XML, hwloc XML or coral-topo JSON), as "
+           "NCCL_TOPO_FILE, instead of detecting it."),
+      text("CORAL_TOPO_DUMP_FILE", "",
+           "Rank 0 writes the topology it used here: NCCL XML when the name ends in .xml, else coral-topo JSON "
+           "(as NCCL_TOPO_DUMP_FILE)."),
+      text("CORAL_TOPO_DEVICES", "",
+           "The devices this host's ranks drive, in rank order, as ids of the topology (PCI bus ids of GPUs, or "
+           "cpuN NUMA domains), comma-separated. Default: each rank's NUMA domain, from its CPU affinity."),
       choice("CORAL_SOCKET_FAMILY", "auto", "auto,ipv4,ipv6", "Address family for TCP links."),
       integer("CORAL_SOCKET_NSOCKS", "1", 1, 16,
               "TCP sockets per pair of ranks; messages of 128K and more are striped over them."),
@@ -89,7 +100,9 @@ const std::vector<Knob>& knobs() {
       bytes("CORAL_UCX_SLOT_BYTES", "256K", 4096, kG, 1, "Bytes per UCX message slot (the largest message)."),
       integer("CORAL_UCX_NSLOTS", "8", 2, 1024,
               "UCX sends in flight and receives posted ahead, per peer. UCX's own UCX_* variables apply as usual."),
-      text("CORAL_IB_HCA", "", "RDMA device for the ibverbs transport (default: the first one)."),
+      text("CORAL_IB_HCA", "",
+           "RDMA device for the ibverbs transport (default: the one the topology puts closest to the rank, else "
+           "the first one)."),
       integer("CORAL_IB_PORT", "1", 1, 255, "Port of the RDMA device."),
       integer("CORAL_IB_GID_INDEX", "0", 0, 255, "GID index for RoCE (and InfiniBand without LIDs)."),
       bytes("CORAL_IB_SLOT_BYTES", "256K", 4096, kG, 64, "Bytes per RDMA receive slot (the largest message)."),

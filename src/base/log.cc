@@ -25,8 +25,9 @@ Level parse_level(const std::string& s) {
 
 // Every subsystem's name once (the config registry lists the same words for CORAL_DEBUG_SUBSYS;
 // test_config checks they agree).
-constexpr std::pair<const char*, Subsys> kSubsystems[] = {{"INIT", Init}, {"NET", Net},   {"SHM", Shm}, {"COLL", Coll},
-                                                          {"TUNE", Tune}, {"BOOT", Boot}, {"ALL", All}};
+constexpr std::pair<const char*, Subsys> kSubsystems[] = {{"INIT", Init}, {"NET", Net},   {"SHM", Shm},
+                                                          {"COLL", Coll}, {"TUNE", Tune}, {"BOOT", Boot},
+                                                          {"TOPO", Topo}, {"ALL", All}};
 
 unsigned parse_mask(const std::string& s) {
   unsigned mask = 0;

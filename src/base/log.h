@@ -10,7 +10,7 @@
 namespace coral::log {
 
 enum class Level { None = 0, Warn = 1, Info = 2, Trace = 3 };
-enum Subsys : unsigned { Init = 1, Net = 2, Shm = 4, Coll = 8, Tune = 16, Boot = 32, All = ~0u };
+enum Subsys : unsigned { Init = 1, Net = 2, Shm = 4, Coll = 8, Tune = 16, Boot = 32, Topo = 64, All = ~0u };
 
 bool enabled(Level level, Subsys subsys);
 void write(Level level, Subsys subsys, const std::string& message);

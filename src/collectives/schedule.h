@@ -129,6 +129,9 @@ struct CollArgs {
   // Host index of every rank (hierarchical algorithms); nullptr means one host. Owned by the
   // caller and fixed for a communicator's life.
   const std::vector<int>* hosts = nullptr;
+  // The ring's order (position -> rank, a permutation) that topology chose, for the ring
+  // builders; nullptr means rank order. Owned by the caller, fixed like hosts.
+  const std::vector<int>* order = nullptr;
   std::shared_ptr<const VCounts> v;  // v-collectives only
   // sendbuff == recvbuff (for gather/scatter: the root's block aliases, as MPI_IN_PLACE). Only
   // collectives whose schedule must differ read it (in-place all-to-all needs scratch).

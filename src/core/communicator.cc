@@ -108,6 +108,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   peers.resize(nranks);
   cpu_set_t host_cpus;  // the union of the local ranks' affinity masks
   CPU_ZERO(&host_cpus);
+  std::vector<PlaceInput> inputs(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
     const bootstrap::Record theirs = exchange.read("info", r, mine.what());
     if (theirs.text("nranks") != std::to_string(nranks))
@@ -118,18 +119,20 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
     rescue_addrs_.push_back(theirs.text("rescue"));
     rescue_secrets_.emplace_back();
     theirs.bytes("rescue secret", rescue_secrets_.back().data(), rescue_secrets_.back().size());
-    if (theirs.text("host") == me.host_id) {
-      cpu_set_t theirs_cpus;
-      theirs.bytes("cpus", &theirs_cpus, sizeof theirs_cpus);
-      CPU_OR(&host_cpus, &host_cpus, &theirs_cpus);
-    }
+    theirs.bytes("cpus", &inputs[r].cpus, sizeof inputs[r].cpus);
+    if (theirs.text("host") == me.host_id) CPU_OR(&host_cpus, &host_cpus, &inputs[r].cpus);
   }
+  std::map<std::string, int> host_ids;
+  for (const auto& q : peers)
+    host_index_.push_back(host_ids.emplace(q.host_id, static_cast<int>(host_ids.size())).first->second);
+  place(exchange, inputs);
 
   std::vector<int> others;
   for (int q = 0; q < nranks; ++q)
     if (q != rank) others.push_back(q);
-  host_ = transport::connect_all({store_.get(), prefix, &peers, rank, others, timeout_s_}, transport::Memory::Host,
-                                 collectives::kMinInFlight);
+  host_ = transport::connect_all(
+      {store_.get(), prefix, &peers, rank, others, timeout_s_, placement_.nic[rank], placement_.rdma[rank]},
+      transport::Memory::Host, collectives::kMinInFlight);
   // More ranks here than cores: a waiting rank yields at once, or the peer it waits for may not
   // get a core for a whole time slice. The cores are those of all local ranks together: a
   // launcher that binds each rank to a core of its own (mpirun does) is not oversubscribed.
@@ -138,9 +141,6 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   const int ncpu = std::max(1, CPU_COUNT(&host_cpus));
   pause_polls_ = local > ncpu ? 0 : 1000;
   tune.single_host = local == nranks;
-  std::map<std::string, int> host_ids;
-  for (const auto& q : peers)
-    host_index_.push_back(host_ids.emplace(q.host_id, static_cast<int>(host_ids.size())).first->second);
   tune.hosts = static_cast<int>(host_ids.size());
   start_flight();
   log::info(log::Init, "{} local ranks on {} cpus: {}", local, ncpu,
@@ -149,10 +149,24 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   p2p_seq_recv_.assign(nranks, 0);
   // Host-memory transports: the ranks of a host share its network interface.
   tune.nic_share = std::max(1, nranks / std::max(1, tune.hosts));
+  // The NIC's speed from the topology, until the probe measures the links.
+  if (placement_.nic_gbs > 0) tune.inter.beta = 1 / (placement_.nic_gbs * 1e9);
   if (tune.hosts > 1 && probe) probe_links();
   bootstrap::store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
   constructing_ = false;
   log::info(log::Init, "communicator ready: rank {} of {}", rank, nranks);
+}
+
+// Where the ranks sit and what follows (core/placement.h). One rank alone has nothing to plan.
+void Communicator::place(bootstrap::Exchange& exchange, const std::vector<PlaceInput>& inputs) {
+  if (nranks_ == 1) {
+    placement_.ring = {0};
+    placement_.device = placement_.nic = placement_.rdma = placement_.port = {""};
+    placement_.numa = {-1};
+    return;
+  }
+  placement_ = place_ranks(exchange, rank_, host_index_, inputs);
+  if (rank_ == 0) log::info(log::Topo, "{}", placement_.describe());
 }
 
 // The probe's strict ping-pong runs on this thread, as a collective does: through the engine
@@ -235,6 +249,7 @@ Communicator::CallInfo Communicator::query(collectives::CollArgs a, bool device)
   a.rank = rank_;
   a.nranks = nranks_;
   a.hosts = &host_index_;
+  a.order = ring_order();
   const collectives::Algo algo = tuner_.choose(a);
   const size_t max_bytes = device ? device_chunk_bytes() : chunk_bytes();
   return {algo, tuner_.chunk(a, algo, max_bytes), !device && tuner_.tuning(a)};
@@ -279,6 +294,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
   a.rank = rank_;
   a.nranks = nranks_;
   a.hosts = &host_index_;
+  a.order = ring_order();
   if (nranks_ > 1 && rooted(a.coll) && settings_.check_roots && !agreeing_) agree_root(a, background);
   if (c.premul.on) {
     if (device) fail(coralInternalError, "a device PreMulSum call reached the executor unscaled");

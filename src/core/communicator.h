@@ -19,6 +19,7 @@
 #include "collectives/tuner/tuner.h"
 #include "core/executor.h"
 #include "core/flight.h"
+#include "core/placement.h"
 #include "core/progress.h"
 #include "transport/transport.h"
 
@@ -81,6 +82,8 @@ class Communicator {
   CallInfo query(collectives::CollArgs args, bool device);
   // The trials' settled picks as a CORAL_ALGO value.
   std::string trial_picks() const { return tuner_.overrides(); }
+  // What the topology decided at init: ring order, each rank's device and NIC.
+  const Placement& placement() const { return placement_; }
   // Name of the transport that carries traffic to peer ("self" for this rank).
   const std::string& transport_of(int peer) const { return host_.transport_of[peer]; }
   // The largest message the transports take: the chunk for algorithms without a pipeline.
@@ -176,9 +179,13 @@ class Communicator {
   double timeout_s_;
   collectives::Tuner tuner_;
   std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
-  transport::LinkSet host_;      // host-buffer links to every peer
-  uint64_t coll_seq_ = 0;        // every collective, for message tags
-  uint64_t user_seq_ = 0;        // the user's collectives: "allreduce #12" in errors and dumps
+  Placement placement_;
+  void place(bootstrap::Exchange& exchange, const std::vector<PlaceInput>& inputs);
+  // The ring builders' order: null for rank order, which builds the schedules of old.
+  const std::vector<int>* ring_order() const { return placement_.identity() ? nullptr : &placement_.ring; }
+  transport::LinkSet host_;  // host-buffer links to every peer
+  uint64_t coll_seq_ = 0;    // every collective, for message tags
+  uint64_t user_seq_ = 0;    // the user's collectives: "allreduce #12" in errors and dumps
   bool constructing_ = true;
   std::vector<uint64_t> p2p_seq_send_, p2p_seq_recv_;
   std::unique_ptr<GpuState> gpu_;

@@ -136,6 +136,10 @@ struct ConnectArgs {
   int rank;
   std::vector<int> targets;  // ranks this transport must connect to (all on this host for shm)
   double timeout_s;
+  // The NIC the topology chose for this rank (core/placement.h): a network interface name and
+  // the RDMA port ("mlx5_0:1") of the same port, "" where unknown. The user's knobs
+  // (CORAL_SOCKET_IFNAME, CORAL_IB_HCA, UCX_NET_DEVICES) win over them.
+  std::string nic = {}, rdma = {};
 };
 
 class Transport {

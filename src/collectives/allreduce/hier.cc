@@ -40,6 +40,12 @@ Schedule allreduce_hier(const CollArgs& a) {
     if (by_host[h].empty()) order.push_back(h);
     by_host[h].push_back(q);
   }
+  // Members of a host follow the topology's ring where there is one (NUMA domains in turn).
+  if (a.order)
+    for (auto& [h, m] : by_host) {
+      auto pos = [&](int q) { return std::find(a.order->begin(), a.order->end(), q) - a.order->begin(); };
+      std::stable_sort(m.begin(), m.end(), [&](int x, int y) { return pos(x) < pos(y); });
+    }
   const int my_host = a.hosts ? (*a.hosts)[static_cast<size_t>(r)] : 0;
   const std::vector<int>& local = by_host[my_host];
   const int n = static_cast<int>(local.size());
@@ -53,6 +59,7 @@ Schedule allreduce_hier(const CollArgs& a) {
     intra.size.push_back(0);
   }
   CollArgs sub = a;
+  sub.order = nullptr;  // sub-groups number their members 0..n-1 in the order chosen above
   sub.nranks = n;
   sub.rank = i;
   if (n == 1) {
@@ -72,6 +79,7 @@ Schedule allreduce_hier(const CollArgs& a) {
       peers.push_back(by_host[h][static_cast<size_t>(i)]);
     }
     CollArgs x = a;
+    x.order = nullptr;
     x.nranks = hosts;
     x.rank = me;
     x.count = len;

@@ -4,6 +4,8 @@
 // travel the ring and are never written locally (recv_reduce_send). All-gather: the same ring
 // carrying finished blocks. Bandwidth-optimal; latency grows with P.
 // The rank-order fold used by the direct (one-shot, two-shot) algorithms.
+#include <algorithm>
+
 #include "base/error.h"
 #include "collectives/builders.h"
 #include "collectives/patterns/ring.h"
@@ -67,14 +69,34 @@ static size_t piece(const Blocks& b, int blk, size_t k, size_t chunk) {
   return b.size[blk] > lo ? std::min(chunk, b.size[blk] - lo) : 0;
 }
 
+namespace {
+
+// A rank's place in the ring a.order describes (rank order without one): its neighbours, and
+// the rank whose block sits k positions behind it, so that block b still ends on rank b.
+struct RingPlace {
+  int pos, next, prev;
+  const std::vector<int>* order;
+  RingPlace(const CollArgs& a) : order(a.order) {
+    const int p = a.nranks;
+    pos = a.rank;
+    if (order) pos = static_cast<int>(std::find(order->begin(), order->end(), a.rank) - order->begin());
+    next = at(patterns::ring_next(pos, p)), prev = at(patterns::ring_prev(pos, p));
+  }
+  int at(int position) const { return order ? (*order)[static_cast<size_t>(position)] : position; }
+  int behind(int k, int p) const { return at(patterns::ring_back(pos, k, p)); }
+};
+
+}  // namespace
+
 void ring_reduce_scatter(Schedule& s, const CollArgs& a, const Blocks& in, Ref out_mine, bool scale) {
-  const int p = a.nranks, r = a.rank;
+  const int p = a.nranks;
   if (p == 1) return;
-  const int next = patterns::ring_next(r, p), prev = patterns::ring_prev(r, p);
+  const RingPlace ring(a);
+  const int next = ring.next, prev = ring.prev;
   for (size_t k = 0, nk = rounds(in, a.chunk); k < nk; ++k) {
     const size_t lo = k * a.chunk;
     for (int st = 0; st < p; ++st) {
-      int blk = patterns::ring_back(r, st + 1, p);
+      int blk = ring.behind(st + 1, p);
       size_t n = piece(in, blk, k, a.chunk);
       if (n == 0) continue;
       Ref src{Buf::Send, in.off[blk] + lo};
@@ -92,13 +114,14 @@ void ring_reduce_scatter(Schedule& s, const CollArgs& a, const Blocks& in, Ref o
 }
 
 void ring_allgather(Schedule& s, const CollArgs& a, const Blocks& blocks) {
-  const int p = a.nranks, r = a.rank;
+  const int p = a.nranks;
   if (p == 1) return;
-  const int next = patterns::ring_next(r, p), prev = patterns::ring_prev(r, p);
+  const RingPlace ring(a);
+  const int next = ring.next, prev = ring.prev;
   for (size_t k = 0, nk = rounds(blocks, a.chunk); k < nk; ++k) {
     const size_t lo = k * a.chunk;
     for (int st = 0; st < p; ++st) {
-      int blk = patterns::ring_back(r, st, p);
+      int blk = ring.behind(st, p);
       size_t n = piece(blocks, blk, k, a.chunk);
       if (n == 0) continue;
       Ref ref{Buf::Recv, blocks.off[blk] + lo};

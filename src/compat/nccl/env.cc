@@ -29,8 +29,8 @@ std::string subsystems(const std::string& list) {
     if (end == std::string::npos) end = list.size();
     std::string w = list.substr(start, end - start);
     for (char& ch : w) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    const char* mapped = w == "TUNING" ? "TUNE" : w == "BOOTSTRAP" ? "BOOT" : nullptr;
-    for (const char* same : {"INIT", "NET", "SHM", "COLL", "ALL"})
+    const char* mapped = w == "TUNING" ? "TUNE" : w == "BOOTSTRAP" ? "BOOT" : w == "GRAPH" ? "TOPO" : nullptr;
+    for (const char* same : {"INIT", "NET", "SHM", "COLL", "TOPO", "ALL"})
       if (w == same) mapped = same;
     if (mapped) {
       if (!out.empty()) out += ',';
@@ -53,6 +53,7 @@ __attribute__((constructor)) void map_nccl_env() {
   if (const char* s = std::getenv("NCCL_DEBUG_SUBSYS")) set_default("CORAL_DEBUG_SUBSYS", subsystems(s));
   if (const char* s = std::getenv("NCCL_SOCKET_IFNAME")) set_default("CORAL_SOCKET_IFNAME", s);
   if (const char* s = std::getenv("NCCL_TOPO_FILE")) set_default("CORAL_TOPO_FILE", s);
+  if (const char* s = std::getenv("NCCL_TOPO_DUMP_FILE")) set_default("CORAL_TOPO_DUMP_FILE", s);
   if (const char* a = std::getenv("NCCL_ALGO")) {
     if (!strcasecmp(a, "ring") || !strcasecmp(a, "tree")) {
       std::string v = a;
@@ -69,7 +70,7 @@ __attribute__((constructor)) void map_nccl_env() {
     if (kv.rfind("NCCL_", 0) != 0) continue;
     const std::string name = kv.substr(0, kv.find('='));
     if (name == "NCCL_DEBUG" || name == "NCCL_DEBUG_SUBSYS" || name == "NCCL_SOCKET_IFNAME" ||
-        name == "NCCL_TOPO_FILE" || name == "NCCL_ALGO")
+        name == "NCCL_TOPO_FILE" || name == "NCCL_TOPO_DUMP_FILE" || name == "NCCL_ALGO")
       continue;
     if (!ignored.empty()) ignored += ' ';
     ignored += name;

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -74,6 +76,9 @@ IbvDomain::IbvDomain(const ConnectArgs& a, ibv_device* dev)
   const int64_t nslots = config::get_int("CORAL_IB_NSLOTS");
   QpConfig cfg;
   cfg.port = static_cast<uint8_t>(config::get_int("CORAL_IB_PORT"));
+  if (size_t colon = a.rdma.find(':'); colon != std::string::npos && !config::is_set("CORAL_IB_PORT") &&
+                                       a.rdma.compare(0, colon, ibv_get_device_name(dev)) == 0)
+    cfg.port = static_cast<uint8_t>(std::clamp(std::atoi(a.rdma.c_str() + colon + 1), 1, 255));
   cfg.gid_index = static_cast<uint8_t>(config::get_int("CORAL_IB_GID_INDEX"));
   ctx_ = ibv_open_device(dev);
   if (!ctx_) fail_errno(std::string("ibverbs: opening ") + ibv_get_device_name(dev), errno);
@@ -194,9 +199,27 @@ void IbvDomain::abort(const std::string& why) {
 
 bool IbvTransport::available() const { return device() != nullptr; }
 
+// The device the topology chose for this rank ("mlx5_0" of "mlx5_0:1"), where this host has it.
+ibv_device* named_device(const std::string& name) {
+  static std::mutex mu;
+  static std::map<std::string, ibv_device*> found;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = found.find(name); it != found.end()) return it->second;
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);  // kept: the devices live as long as the list
+  ibv_device* pick = nullptr;
+  for (int i = 0; list && i < n && !pick; ++i)
+    if (name == ibv_get_device_name(list[i])) pick = list[i];
+  return found[name] = pick;
+}
+
 std::unique_ptr<Domain> IbvTransport::connect(const ConnectArgs& args) {
   std::string why;
-  ibv_device* dev = device(&why);
+  ibv_device* dev = nullptr;
+  if (!args.rdma.empty() && !config::is_set("CORAL_IB_HCA"))
+    if ((dev = named_device(args.rdma.substr(0, args.rdma.find(':')))))
+      log::info(log::Topo, "ibverbs: {}, the topology's NIC for this rank", args.rdma);
+  if (!dev) dev = device(&why);
   if (!dev) fail(coralSystemError, "ibverbs: " + why + " (CORAL_TRANSPORT asks for ibverbs)");
   return std::make_unique<IbvDomain>(args, dev);
 }

@@ -213,7 +213,7 @@ Listener::~Listener() {
 }
 
 void listen_and_publish(const ConnectArgs& a, const Geometry& g, Listener& l) {
-  LocalAddress local = choose_address(a.store->address());
+  LocalAddress local = choose_address(a.store->address(), a.nic);
   l.fd = net::listen_on(local.addr, SOMAXCONN);
   net::SockAddr me = net::local_address(l.fd);
   // The token proves a connection comes from this job: only ranks that passed the store's

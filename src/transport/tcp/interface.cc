@@ -12,6 +12,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/log.h"
 
 namespace coral::transport::tcp {
 
@@ -72,7 +73,7 @@ bool ifname_matches(const std::string& spec, const std::string& name) {
   return exclude ? !hit : hit;
 }
 
-LocalAddress choose_address(const std::string& toward) {
+LocalAddress choose_address(const std::string& toward, const std::string& preferred) {
   const int family = wanted_family();
   auto all = interfaces();
   auto pick = [&](auto&& ok) -> const IfAddr* {
@@ -92,6 +93,11 @@ LocalAddress choose_address(const std::string& toward) {
                                      (family == AF_UNSPEC ? "" : " of CORAL_SOCKET_FAMILY"));
     return {a->addr, a->name};
   }
+  if (!toward.empty() && !preferred.empty())
+    if (const IfAddr* a = pick([&](const IfAddr& i) { return i.name == preferred && !i.loopback; })) {
+      log::info(log::Topo, "tcp: interface {}, the topology's NIC for this rank", a->name);
+      return {a->addr, a->name};
+    }
   if (toward.empty()) {
     const IfAddr* a = pick([](const IfAddr& i) { return i.loopback; });
     if (!a) fail(coralSystemError, "no loopback address for an in-process job");

@@ -16,7 +16,9 @@ struct LocalAddress {
 // store (`toward`, host:port), or loopback for an in-process store. CORAL_SOCKET_FAMILY
 // (auto, ipv4, ipv6) narrows the choice. Throws coralInvalidArgument naming the knob when
 // nothing matches.
-LocalAddress choose_address(const std::string& toward);
+// preferred: the interface the topology chose for this rank (ConnectArgs::nic), used when it is
+// up with an address of the family and CORAL_SOCKET_IFNAME is unset.
+LocalAddress choose_address(const std::string& toward, const std::string& preferred = "");
 
 // Exposed for tests: whether interface `name` passes the CORAL_SOCKET_IFNAME filter `spec`.
 bool ifname_matches(const std::string& spec, const std::string& name);

@@ -1,5 +1,8 @@
 #include "transport/ucx/domain.h"
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "transport/ucx/transport.h"
 
 #include <dirent.h>
@@ -41,6 +44,14 @@ UcxDomain::UcxDomain(const ConnectArgs& a) : rank_(a.rank) {
   try {
     ucp_config_t* cfg = nullptr;
     check(ucp_config_read(nullptr, nullptr, &cfg), "reading UCX configuration");
+    // The topology's RDMA port for this rank, unless the user chose (and only if this host has it:
+    // a topology file may describe another machine).
+    const std::string dev = a.rdma.substr(0, a.rdma.find(':'));
+    std::error_code ec;
+    if (!a.rdma.empty() && !std::getenv("UCX_NET_DEVICES") &&
+        std::filesystem::exists("/sys/class/infiniband/" + dev, ec) &&
+        ucp_config_modify(cfg, "NET_DEVICES", a.rdma.c_str()) == UCS_OK)
+      log::info(log::Topo, "ucx: NET_DEVICES={}, the topology's NIC for this rank", a.rdma);
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
