@@ -3,7 +3,10 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
+#include <pybind11/pybind11.h>
+
 #include <cstring>
+#include <optional>
 
 #include "compat/torch/convert.h"
 
@@ -77,6 +80,11 @@ ProcessGroupCoral::ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& st
 }
 
 ProcessGroupCoral::~ProcessGroupCoral() {
+  // Reached from Python (the group's last reference), this thread holds the GIL, and the
+  // completion thread may need it to finish: a future's Python callback, or the last reference
+  // to a Python object it drops. Waiting for it with the GIL held hung a DDP job at teardown.
+  std::optional<pybind11::gil_scoped_release> no_gil;
+  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
   // Every request settles before the communicator goes: the unclaimed ones here, the rest on
   // the completion thread.
   std::deque<std::weak_ptr<OpState>> live;
