@@ -127,6 +127,12 @@ CORAL_API coralResult_t coralCommSplit(coralComm_t comm, int color, int key, cor
  * Survivors passing different lists get coralInvalidUsage naming the difference. */
 CORAL_API coralResult_t coralCommShrink(coralComm_t comm, const int* excludeRanks, int excludeCount,
                                         coralComm_t* newcomm);
+/* The ranks of comm this rank knows to have failed (their process exited, or their connection
+ * broke), ascending: what a survivor passes to coralCommShrink after a peer's death. On input
+ * *count is the room in ranks; on output the number of failed ranks (only the first of them fit
+ * when it exceeds the room). Works on a communicator that failed; it asks every transport
+ * afresh, so survivors that ask after their failed call agree on a dead process. */
+CORAL_API coralResult_t coralCommGetFailedRanks(coralComm_t comm, int* ranks, int* count);
 /* Waits for this rank's outstanding operations, then frees the communicator. */
 CORAL_API coralResult_t coralCommDestroy(coralComm_t comm);
 /* Marks the communicator failed (peers' pending calls return coralRemoteError) and frees it. */

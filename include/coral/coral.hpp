@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace coral {
 
@@ -94,9 +95,17 @@ class communicator {
   communicator(const communicator&) = delete;
   communicator& operator=(const communicator&) = delete;
   communicator(communicator&& o) noexcept : comm_(o.comm_) { o.comm_ = nullptr; }
-  ~communicator() {
-    if (comm_) coralCommDestroy(comm_);
+  // Takes o's communicator and destroys the one held before (a failed one too: a survivor
+  // replaces the communicator it shrank).
+  communicator& operator=(communicator&& o) noexcept {
+    if (this != &o) {
+      release();
+      comm_ = o.comm_;
+      o.comm_ = nullptr;
+    }
+    return *this;
   }
+  ~communicator() { release(); }
   static coralUniqueId unique_id() {
     coralUniqueId id;
     check(coralGetUniqueId(&id));
@@ -196,10 +205,27 @@ class communicator {
     check(coralCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &c.comm_), comm_);
     return c;
   }
+  // The ranks this rank knows to have failed (coralCommGetFailedRanks), ascending.
+  std::vector<int> failed_ranks() const {
+    std::vector<int> out(8);
+    for (;;) {
+      int n = static_cast<int>(out.size());
+      check(coralCommGetFailedRanks(comm_, out.data(), &n), comm_);
+      if (static_cast<size_t>(n) <= out.size()) {
+        out.resize(static_cast<size_t>(n));
+        return out;
+      }
+      out.resize(static_cast<size_t>(n));
+    }
+  }
 
  private:
   struct empty_t {};
   explicit communicator(empty_t) {}
+  void release() noexcept {
+    if (comm_) coralCommDestroy(comm_);
+    comm_ = nullptr;
+  }
   static void same_size(size_t a, size_t b) {
     if (a != b) throw error(coralInvalidArgument, "span sizes do not match the collective's layout");
   }

@@ -66,6 +66,17 @@ coralResult_t coralCommShrink(coralComm_t comm, const int* excludeRanks, int exc
   return rc == coralSuccess && background ? coralInProgress : rc;
 }
 
+coralResult_t coralCommGetFailedRanks(coralComm_t comm, int* ranks, int* count) {
+  return guard(comm, "coralCommGetFailedRanks", [&] {
+    if (!count) fail(coralInvalidArgument, "count is NULL");
+    if (*count < 0) fail(coralInvalidArgument, fmt::format("*count {} is negative", *count));
+    if (*count > 0 && !ranks) fail(coralInvalidArgument, "ranks is NULL with *count > 0");
+    const std::vector<int> failed = need(comm).failed_ranks();
+    std::copy_n(failed.begin(), std::min(failed.size(), static_cast<size_t>(*count)), ranks);
+    *count = static_cast<int>(failed.size());
+  });
+}
+
 coralResult_t coralRedOpCreatePreMulSum(coralRedOp_t* op, void* scalar, coralDataType_t datatype,
                                         coralScalarResidence_t residence, coralComm_t comm) {
   return guard(comm, "coralRedOpCreatePreMulSum", [&] {

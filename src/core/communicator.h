@@ -52,6 +52,8 @@ class Communicator {
   // Takes what it needs now; the returned maker makes the child, on any thread, even once this
   // communicator is gone.
   std::function<std::unique_ptr<Communicator>()> shrink_maker(const std::vector<int>& exclude);
+  // The peers whose process or connection is gone, as the transports see it now (ascending).
+  std::vector<int> failed_ranks();
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }

@@ -98,6 +98,21 @@ void agree_exclude(bootstrap::Store& store, const std::string& prefix, int rank,
 
 }  // namespace
 
+std::vector<int> Communicator::failed_ranks() {
+  // Polled domains learn of a closed connection only when pumped: pump each once first.
+  std::vector<transport::Domain*> seen;
+  for (transport::Domain* d : host_.domain_of)
+    if (d && std::find(seen.begin(), seen.end(), d) == seen.end()) {
+      seen.push_back(d);
+      if (d->needs_polling()) d->advance();
+    }
+  std::vector<int> failed;
+  for (int q = 0; q < nranks_; ++q)
+    if (transport::Domain* d = host_.domain_of[static_cast<size_t>(q)]; q != rank_ && d && !d->peer_failure(q).empty())
+      failed.push_back(q);
+  return failed;
+}
+
 std::function<std::unique_ptr<Communicator>()> Communicator::shrink_maker(const std::vector<int>& exclude) {
   std::vector<int> alive;
   for (int q = 0; q < nranks_; ++q)

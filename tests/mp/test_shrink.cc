@@ -21,14 +21,40 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The survivor's report: "ok <new rank> <new size>", or "<code> <message>".
-std::string survive(coralComm_t comm, int rank, int nranks, const std::vector<int>& dead,
-                    const std::vector<int>& mine) {
+// The failed ranks coralCommGetFailedRanks names, once two looks 20 ms apart agree (at most 5 s).
+std::vector<int> ask_failed(coralComm_t comm) {
+  std::vector<int> seen;
+  for (int look = 0; look < 250; ++look) {
+    int room = 16;
+    std::vector<int> now(static_cast<size_t>(room));
+    if (coralCommGetFailedRanks(comm, now.data(), &room) != coralSuccess) return {-1};
+    now.resize(static_cast<size_t>(room));
+    if (!now.empty() && now == seen) return now;
+    seen = now;
+    usleep(20 * 1000);
+  }
+  return seen;
+}
+
+// mine: the exclude list; empty with `ask`: whatever coralCommGetFailedRanks says, which must be
+// the dead.
+std::string survive(coralComm_t comm, int rank, int nranks, const std::vector<int>& dead, const std::vector<int>& given,
+                    bool ask) {
+  std::vector<int> mine = given;
   std::vector<int32_t> buf(1 << 20, 1);
   coralResult_t rc = coralSuccess;
   auto start = Clock::now();
   while (rc == coralSuccess && Clock::now() - start < std::chrono::seconds(60))
     rc = coralAllReduce(buf.data(), buf.data(), buf.size(), coralInt32, coralSum, comm, nullptr);
   if (rc == coralSuccess) return "the all-reduces never failed";
+  if (ask) {
+    mine = ask_failed(comm);
+    if (mine != dead) {
+      std::string got;
+      for (int q : mine) got += " " + std::to_string(q);
+      return "coralCommGetFailedRanks gave" + got;
+    }
+  }
   coralComm_t small = nullptr;
   rc = coralCommShrink(comm, mine.data(), static_cast<int>(mine.size()), &small);
   if (rc != coralSuccess) return std::to_string(rc) + " " + coralGetLastError(comm);
@@ -58,7 +84,8 @@ struct Run {
 };
 
 // lists[r]: what rank r passes as excludeRanks (the dead, unless a test says otherwise).
-Run run(int nranks, const std::vector<int>& dead, const std::vector<std::vector<int>>& lists, const char* transport) {
+Run run(int nranks, const std::vector<int>& dead, const std::vector<std::vector<int>>& lists, const char* transport,
+        bool ask = false) {
   setenv("CORAL_TIMEOUT", "20", 1);
   if (transport)
     setenv("CORAL_TRANSPORT", transport, 1);
@@ -66,7 +93,7 @@ Run run(int nranks, const std::vector<int>& dead, const std::vector<std::vector<
     unsetenv("CORAL_TRANSPORT");
   Run out;
   out.reports = run_forked(
-      nranks, [&](int r, coralComm_t comm) { return survive(comm, r, nranks, dead, lists[r]); },
+      nranks, [&](int r, coralComm_t comm) { return survive(comm, r, nranks, dead, lists[r], ask); },
       [&](const std::vector<pid_t>& pids) {
         usleep(200 * 1000);  // mid all-reduce
         for (int d : dead) kill(pids[d], SIGKILL);
@@ -74,9 +101,9 @@ Run run(int nranks, const std::vector<int>& dead, const std::vector<std::vector<
   return out;
 }
 
-void expect_shrunk(int nranks, const std::vector<int>& dead, const char* transport) {
+void expect_shrunk(int nranks, const std::vector<int>& dead, const char* transport, bool ask = false) {
   std::vector<std::vector<int>> lists(nranks, dead);
-  Run r = run(nranks, dead, lists, transport);
+  Run r = run(nranks, dead, lists, transport, ask);
   int next = 0;
   for (int q = 0; q < nranks; ++q) {
     if (std::find(dead.begin(), dead.end(), q) != dead.end()) continue;
@@ -113,4 +140,31 @@ TEST_CASE("survivors passing different exclude lists all fail with coralInvalidU
     CHECK(r.reports[q].rfind(std::to_string(coralInvalidUsage) + " ", 0) == 0);
     CHECK(r.reports[q].find("exclude") != std::string::npos);
   }
+}
+
+TEST_CASE("survivors learn who died from coralCommGetFailedRanks, and shrink past them") {
+  expect_shrunk(4, {2}, nullptr, true);
+  expect_shrunk(6, {0, 4}, nullptr, true);
+  expect_shrunk(4, {0, 3}, "tcp", true);
+  expect_shrunk(6, {2}, "tcp", true);
+}
+
+TEST_CASE("coralCommGetFailedRanks: none on a healthy communicator, and its arguments checked") {
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  coralComm_t comm = nullptr;
+  REQUIRE(coralCommInitRank(&comm, 1, id, 0) == coralSuccess);
+  int ranks[4] = {7, 7, 7, 7}, count = 4;
+  CHECK(coralCommGetFailedRanks(comm, ranks, &count) == coralSuccess);
+  CHECK(count == 0);
+  CHECK(ranks[0] == 7);
+  CHECK(coralCommGetFailedRanks(comm, ranks, nullptr) == coralInvalidArgument);
+  count = -1;
+  CHECK(coralCommGetFailedRanks(comm, ranks, &count) == coralInvalidArgument);
+  count = 2;
+  CHECK(coralCommGetFailedRanks(comm, nullptr, &count) == coralInvalidArgument);
+  count = 0;
+  CHECK(coralCommGetFailedRanks(comm, nullptr, &count) == coralSuccess);
+  CHECK(coralCommGetFailedRanks(nullptr, ranks, &count) == coralInvalidArgument);
+  coralCommDestroy(comm);
 }
