@@ -16,6 +16,17 @@ err=$("$run" -n 3 -- bash -c 'if [ "$CORAL_RANK" = 1 ]; then exit 3; fi; sleep 6
 echo "$err" | grep -q "coral-run: rank 1 (pid [0-9]*) exited with code 3; stopped the other 2 rank(s)" || fail "summary: $err"
 [ $(( $(date +%s) - start )) -lt 20 ] || fail "others were not stopped promptly"
 
+# --keep-going: a killed rank does not stop the others; a rank that exits non-zero still fails
+# the job, after the others finish.
+out=$("$run" -n 3 --keep-going -- bash -c 'if [ "$CORAL_RANK" = 1 ]; then kill -9 $$; fi; sleep 1; echo done' 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--keep-going with a killed rank: exit status $rc, expected 0"
+[ "$(echo "$out" | grep -c "done$")" = 2 ] || fail "--keep-going: the others did not finish: $out"
+echo "$out" | grep -q "coral-run: rank 1 (pid [0-9]*) was killed by signal 9.*; the other ranks go on (--keep-going)" \
+  || fail "--keep-going: no report of the death: $out"
+echo "$out" | grep -q "coral-run: 1 of 3 rank(s) lost, 2 finished" || fail "--keep-going: no closing line: $out"
+"$run" -n 2 --keep-going -- bash -c 'sleep 0.5; exit $CORAL_RANK' >/dev/null 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "--keep-going with rank 1 exiting 1: exit status $rc, expected 1"
+
 # Ranks whose tuning settings differ would run different schedules: init fails at once, naming
 # the setting, instead of waiting for the timeout.
 # The transports' geometry is compared in their handshakes, with the same message.

@@ -257,6 +257,12 @@ int launch(const Options& opt) {
       ranks[r].status = st;
       if (--running == 0) all_exited = Clock::now();
       bool bad = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+      if (bad && opt.keep_going && !stopping) {
+        // Elastic programs go on without it: say so, and keep every other rank running.
+        std::fprintf(stderr, "coral-run: rank %d (pid %d) %s; the other ranks go on (--keep-going)\n", r,
+                     static_cast<int>(ranks[r].pid), describe(st).c_str());
+        continue;
+      }
       if (bad && first_failed < 0 && !stopping) {
         first_failed = r;
         why = "rank " + std::to_string(r) + " (pid " + std::to_string(ranks[r].pid) + ") " + describe(st);
@@ -298,8 +304,18 @@ int launch(const Options& opt) {
     std::fprintf(stderr, "coral-run: %s; stopped all %d rank(s)\n", why.c_str(), opt.nranks);
     return why.rfind("timeout", 0) == 0 ? 124 : 130;
   }
-  int rc = 0;
-  for (const Rank& r : ranks) rc = rc ? rc : exit_code(r.status);
+  int rc = 0, finished = 0;
+  for (const Rank& r : ranks) {
+    // --keep-going: a rank killed by a signal was lost, not failed; the job stands on the rest.
+    if (opt.keep_going && WIFSIGNALED(r.status)) continue;
+    finished++;
+    rc = rc ? rc : exit_code(r.status);
+  }
+  if (opt.keep_going && finished < opt.nranks) {
+    std::fprintf(stderr, "coral-run: %d of %d rank(s) lost, %d finished%s\n", opt.nranks - finished, opt.nranks,
+                 finished, rc ? " (not all cleanly)" : "");
+    if (finished == 0) rc = exit_code(ranks[0].status);
+  }
   return rc;
 }
 

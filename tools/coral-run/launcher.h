@@ -16,7 +16,8 @@ struct Options {
   std::string root;    // host:port, required when nnodes > 1
   std::string secret;  // hex, the same on every node (CORAL_SECRET)
   bool prefix = true;
-  double timeout_s = 0;  // 0: none
+  double timeout_s = 0;     // 0: none
+  bool keep_going = false;  // a dead rank does not stop the others
   Bind bind = Bind::Auto;
   std::vector<std::string> command;
 };

@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   app.add_option("--root", opt.root, "host:port of node 0's store (default: MASTER_ADDR:MASTER_PORT or CORAL_ROOT)");
   app.add_option("--timeout", opt.timeout_s, "stop all ranks after this many seconds (exit 124)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--keep-going", opt.keep_going,
+               "a rank that dies does not stop the others (for elastic programs): its death is reported, and "
+               "the exit status is 0 when every rank that was not killed by a signal exited 0");
   std::string bind = "auto";
   app.add_option("--bind-to", bind,
                  "core: pin local rank i to one CPU, a core each before hyperthread siblings, round-robin "
