@@ -107,6 +107,16 @@ void GradSync<T>::wait(int slot) {
         static_cast<T>(bf ? coral::kernels::bf16_to_float(s.wire[i]) : coral::kernels::half_to_float(s.wire[i]));
 }
 
+template <class T>
+void GradSync<T>::reset(coralComm_t comm) {
+  for (Slot& s : slots_) {
+    for (coralRequest_t r : s.reqs) coralWait(r);
+    s.reqs.clear();
+    s.next = 0;
+  }
+  comm_ = comm;
+}
+
 template class GradSync<float>;
 template class GradSync<double>;
 

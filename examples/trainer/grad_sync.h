@@ -33,6 +33,9 @@ class GradSync {
   void layer_ready(int slot, int layer);  // from backward: starts buckets now complete
   void launch_rest(int slot);             // starts whatever has not started yet
   void wait(int slot);                    // completes the slot's buckets; grad holds the sum
+  // After a failure (--elastic): completes and forgets every request in flight, whatever it
+  // returns, and uses comm from now on.
+  void reset(coralComm_t comm);
   double wait_seconds() const { return wait_s_; }
   size_t buckets() const { return buckets_.size(); }
 

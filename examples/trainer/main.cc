@@ -77,6 +77,14 @@ int main(int argc, char** argv) {
   app.add_option("--dump-params", cfg.dump_params, "write the final parameters as raw float64");
   app.add_flag("!--no-replica-check", cfg.check_replicas, "skip the per-epoch replica checksum");
   app.add_option("--inject-divergence", cfg.inject_divergence)->group("");  // tests only
+  app.add_flag("--elastic", cfg.elastic,
+               "survive lost ranks: shrink to the survivors and go on with the same global batch (run under "
+               "coral-run --keep-going)");
+  app.add_option("--fail-at-step", cfg.fail_at_step,
+                 "tests: the --fail-rank ranks (default: the last) kill themselves at the start of this global step")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--fail-rank", cfg.fail_ranks, "tests: with --fail-at-step, the ranks that die")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -23,6 +23,9 @@ class Report {
   void epoch(int64_t epoch, double test_loss, double test_acc, double seconds);
   void line(const std::string& text);  // a plain line (clears the bar first)
   void finish();                       // closes the CSV and draws the plot
+  // The rank that prints died (--elastic): this one prints the lines from now on (the CSV and
+  // plot were the lost rank's).
+  void take_over() { active_ = true; }
 
  private:
   void clear_bar();

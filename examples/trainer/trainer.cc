@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "checkpoint.h"
 #include "data.h"
+#include "elastic.h"
 #include "mlp.h"
 #include "report.h"
 #include "sampler.h"
@@ -62,6 +64,8 @@ class Loop {
         grads_(static_cast<size_t>(cfg.staleness) + 1, std::vector<T>(params_.size())),
         sampler_(data_.train.size(), static_cast<size_t>(cfg.batch), cfg.seed),
         report_(rank_ == 0, cfg.csv, cfg.plot) {
+    for (int r = 0; r < size_; r++) world_.push_back(r);
+    fail_ranks_ = cfg.fail_ranks.empty() ? std::vector<int>{size_ - 1} : cfg.fail_ranks;
     // One bucket starts only when backward has ended: there is nothing to overlap, and handing
     // it to the progress thread costs two wake-ups a step.
     sync_.set_blocking(cfg.staleness == 0 && (!cfg.overlap || sync_.buckets() == 1));
@@ -89,6 +93,8 @@ class Loop {
   void evaluate(double* loss, double* acc);
   void check_replicas(const char* when);
   void gather(const std::vector<uint32_t>& idx);
+  int64_t recover(const coral::error& why, int64_t gstep);
+  bool fails_here(int64_t gstep) const;
 
   const Config& cfg_;
   coral::communicator& comm_;
@@ -104,6 +110,9 @@ class Loop {
   std::vector<T> xb_;
   std::vector<int32_t> yb_;
   int64_t start_step_ = 0;
+  int64_t applied_ = -1;         // the last global step whose gradient the optimizer took
+  std::vector<int> world_;       // --elastic: each rank's rank in the job's first communicator
+  std::vector<int> fail_ranks_;  // --fail-at-step: the first ranks that die then
   // Since the last log line: local loss sum and samples, global samples, wait and wall time.
   double win_loss_ = 0, win_n_ = 0, win_global_ = 0, win_wait0_ = 0;
   Clock::time_point win_t0_;
@@ -214,6 +223,51 @@ void Loop<T>::apply(int64_t gstep) {
   int slot = static_cast<int>(gstep % (cfg_.staleness + 1));
   sync_.wait(slot);
   opt_.step(params_.data(), grads_[static_cast<size_t>(slot)].data(), cfg_.batch);
+  applied_ = gstep;
+}
+
+template <class T>
+bool Loop<T>::fails_here(int64_t gstep) const {
+  if (gstep != cfg_.fail_at_step) return false;
+  return std::find(fail_ranks_.begin(), fail_ranks_.end(), world_[static_cast<size_t>(rank_)]) != fail_ranks_.end();
+}
+
+// A collective failed at global step gstep under --elastic: the survivors shrink to themselves,
+// take the most advanced replica (a rank that died mid all-reduce may have let some survivors
+// finish the step), and go on from the step after it with the same global batch: the sampler
+// splits the rest of the epoch among the ranks left, so no sample is skipped or seen twice.
+template <class T>
+int64_t Loop<T>::recover(const coral::error& why, int64_t gstep) {
+  const auto t0 = Clock::now();
+  sync_.reset(comm_.get());
+  const std::vector<int> lost = shrink_to_survivors(comm_, world_, why);
+  rank_ = comm_.rank();
+  size_ = comm_.size();
+  sync_.reset(comm_.get());
+  if (rank_ == 0) report_.take_over();
+  int64_t best[1] = {applied_};
+  comm_.all_reduce(std::span<int64_t>(best), coralMax);
+  int64_t source[1] = {applied_ == best[0] ? rank_ : size_};
+  comm_.all_reduce(std::span<int64_t>(source), coralMin);
+  const int src = static_cast<int>(source[0]);
+  int64_t steps[1] = {opt_.steps()};
+  comm_.broadcast(std::span<T>(params_), src);
+  comm_.broadcast(std::span<T>(opt_.m()), src);
+  if (!opt_.v().empty()) comm_.broadcast(std::span<T>(opt_.v()), src);
+  comm_.broadcast(std::span<int64_t>(steps), src);
+  opt_.steps_ref() = steps[0];
+  applied_ = best[0];
+  // The interval's statistics were per rank and step: start a new one.
+  step_waits_.clear();
+  win_loss_ = win_n_ = win_global_ = 0;
+  win_wait0_ = sync_.wait_seconds();
+  win_t0_ = Clock::now();
+  check_replicas("after the shrink");
+  const double seconds = since(t0);
+  for (int r : lost)
+    report_.line(fmt::format("elastic: lost rank {} at step {}; continuing on {} ranks (recovered in {:.2f} s)", r,
+                             gstep, size_, seconds));
+  return applied_ + 1;
 }
 
 template <class T>
@@ -288,35 +342,56 @@ Result Loop<T>::run() {
   int64_t gstep = start_step_;
   Result r;
   win_t0_ = Clock::now();
+  int64_t evaluated = -1;  // the global step of the last evaluation
   while (gstep < total) {
-    int64_t epoch = gstep / spe;
-    sampler_.start_epoch(epoch);
-    auto t_epoch = Clock::now();
-    for (size_t s = static_cast<size_t>(gstep % spe); s < static_cast<size_t>(spe) && gstep < total; s++) {
-      auto t0 = Clock::now();
-      double wait0 = sync_.wait_seconds();
-      step(gstep, s);
-      train_s_ += since(t0);
-      step_waits_.push_back(sync_.wait_seconds() - wait0);
-      samples_ += static_cast<int64_t>(sampler_.batch_size(s));
-      gstep++;
-      bool end_of_epoch = s + 1 == static_cast<size_t>(spe);
-      if ((s + 1) % static_cast<size_t>(cfg_.log_every) == 0 || end_of_epoch || gstep == total)
-        log(epoch, s, gstep);
-      else
-        report_.progress(epoch, static_cast<int64_t>(s), spe);
-      if (cfg_.checkpoint_every > 0 && gstep % cfg_.checkpoint_every == 0) save(gstep);
+    try {
+      int64_t epoch = gstep / spe;
+      sampler_.start_epoch(epoch);
+      auto t_epoch = Clock::now();
+      for (size_t s = static_cast<size_t>(gstep % spe); s < static_cast<size_t>(spe) && gstep < total; s++) {
+        auto t0 = Clock::now();
+        double wait0 = sync_.wait_seconds();
+        if (fails_here(gstep)) die_now();
+        step(gstep, s);
+        train_s_ += since(t0);
+        step_waits_.push_back(sync_.wait_seconds() - wait0);
+        samples_ += static_cast<int64_t>(sampler_.batch_size(s));
+        gstep++;
+        bool end_of_epoch = s + 1 == static_cast<size_t>(spe);
+        if ((s + 1) % static_cast<size_t>(cfg_.log_every) == 0 || end_of_epoch || gstep == total)
+          log(epoch, s, gstep);
+        else
+          report_.progress(epoch, static_cast<int64_t>(s), spe);
+        if (cfg_.checkpoint_every > 0 && gstep % cfg_.checkpoint_every == 0) save(gstep);
+      }
+      // Here the epoch is over or training stops. Stale gradients still in flight are applied
+      // before the last evaluation.
+      if (gstep == total)
+        for (int64_t g = std::max<int64_t>(gstep - cfg_.staleness, 0); g < gstep; g++) apply(g);
+      double seconds = since(t_epoch);
+      evaluate(&r.test_loss, &r.test_accuracy);
+      evaluated = gstep;
+      if (gstep % spe == 0) report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds);
+      check_replicas(fmt::format("after epoch {}", epoch + 1).c_str());
+      save(gstep);
+    } catch (const coral::error& e) {
+      if (!cfg_.elastic) throw;
+      // Another rank may die during the recovery itself: recover again, as long as each try
+      // got as far as shrinking (else no death explains the failure).
+      coral::error why = e;
+      for (;;) {
+        const int before = size_;
+        try {
+          gstep = recover(why, gstep);
+          break;
+        } catch (const coral::error& again) {
+          if (size_ == before) throw;
+          why = again;
+        }
+      }
     }
-    // Here the epoch is over or training stops. Stale gradients still in flight are applied
-    // before the last evaluation.
-    if (gstep == total)
-      for (int64_t g = std::max<int64_t>(gstep - cfg_.staleness, 0); g < gstep; g++) apply(g);
-    double seconds = since(t_epoch);
-    evaluate(&r.test_loss, &r.test_accuracy);
-    if (gstep % spe == 0) report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds);
-    check_replicas(fmt::format("after epoch {}", epoch + 1).c_str());
-    save(gstep);
   }
+  if (evaluated != gstep) evaluate(&r.test_loss, &r.test_accuracy);  // a loss cut the last one short
   r.steps = gstep - start_step_;
   r.seconds = train_s_;
   r.samples_per_s = train_s_ > 0 ? static_cast<double>(samples_) / train_s_ : 0;
@@ -356,6 +431,8 @@ Result train(const Config& cfg, coral::communicator& comm) {
         "--staleness cannot be combined with --checkpoint/--resume "
         "(in-flight gradients are not saved)");
   if (cfg.log_every < 1) throw std::invalid_argument("--log-every must be at least 1");
+  if (cfg.elastic && cfg.staleness > 0)
+    throw std::invalid_argument("--elastic cannot be combined with --staleness (in-flight gradients die with a rank)");
   if (!(cfg.bucket_mb > 0)) throw std::invalid_argument("--bucket-mb must be positive");
   if (cfg.f64) return Loop<double>(cfg, comm).run();
   return Loop<float>(cfg, comm).run();

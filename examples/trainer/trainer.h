@@ -32,7 +32,10 @@ struct Config {
   std::string csv, plot, dump_params;
   int64_t log_every = 50;
   bool check_replicas = true;
-  int inject_divergence = -1;  // tests: this rank nudges a parameter before the replica check
+  int inject_divergence = -1;   // tests: this rank nudges a parameter before the replica check
+  bool elastic = false;         // survive lost ranks: shrink to the survivors and go on
+  int64_t fail_at_step = -1;    // tests: fail_ranks kill themselves at the start of this global step
+  std::vector<int> fail_ranks;  // with fail_at_step; empty: the last rank
 };
 
 struct Result {
