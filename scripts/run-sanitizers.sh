@@ -14,7 +14,8 @@ tsan=${CORAL_CI_TSAN:-0}
 # time of -O2 -g on two cores.
 lean=(-Dbuildtype=plain -Doptimization=1 -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1 -Db_lundef=false
       -Dtrainer=disabled -Dbench=false -Dtorch=disabled -Dnccl=disabled -Dmpi=disabled -Dcuda=disabled)
-unit=(kernels schedules schedules_v tuner tuner_coll config store api_args api_args_more gpu_host topology
+unit=(kernels schedules schedules_v schedules_order tuner tuner_coll config store api_args api_args_more gpu_host topology
+      topology_loaders topology_comm
       fuzz_corpus fuzz_corpus_store_wire fuzz_corpus_tcp_frame fuzz_corpus_ibverbs_record
       fuzz_corpus_cuda_ipc_record fuzz_corpus_unique_id fuzz_corpus_algo_string)
 threads=(threads groups split failure shrink registered)

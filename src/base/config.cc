@@ -121,7 +121,8 @@ const std::vector<Knob>& knobs() {
            "stderr and timeouts dump nothing."),
       integer("CORAL_TUNE_PROBE", "1", 0, 1,
               "1: a multi-host communicator measures its link classes at start (a few ms) for the tuner's cost "
-              "model; 0: the defaults (shared memory and a 100 Gb/s network)."),
+              "model; 0: the defaults (shared memory, and the speed of the NICs the topology chose, else a 100 Gb/s "
+              "network)."),
       integer("CORAL_TUNE_TRIALS", "0", 0, 1,
               "1: the all-reduce times the tuner's pick against its close rivals on the first calls of each size "
               "class and keeps the fastest (picks then depend on timing, so runs stop being bitwise "
