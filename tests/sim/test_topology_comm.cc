@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fixtures.h"
 #include "common/thread_ranks.h"
 #include "core/guard.h"
 #include "topology/formats.h"
@@ -25,10 +26,6 @@
 using namespace coral::topology;
 
 namespace {
-
-std::string fixture(const std::string& name) {
-  return std::string(CORAL_SOURCE_ROOT) + "/tests/fixtures/topology/" + name;
-}
 
 // What coral-topo prints for n ranks on the file: the ring (rank numbers in order) and each
 // rank's NIC port ("none" without one).

@@ -6,15 +6,7 @@
 # within 1 point of an uninterrupted run, digits at 95% or more.
 # Usage: elastic.sh CORAL_RUN CORAL_TRAIN
 set -uo pipefail
-run=$1
-train=$2
-here=$(cd "$(dirname "$0")" && pwd)
-cmp="python3 $here/compare_params.py"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 acc() { sed -n 's/^.*final: test accuracy \([0-9.]*\)%.*/\1/p' "$1" | tail -1; }
 
 # Digits, batch 60: 24 steps an epoch; step 30 is in epoch 2.

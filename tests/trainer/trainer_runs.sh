@@ -4,15 +4,7 @@
 # (and a divergence is caught), the 16-bit and stale modes learn, and bad input fails cleanly.
 # Usage: trainer_runs.sh CORAL_RUN CORAL_TRAIN
 set -uo pipefail
-run=$1
-train=$2
-here=$(cd "$(dirname "$0")" && pwd)
-cmp="python3 $here/compare_params.py"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 # Digits: 1438 samples; batch 60 gives 24 steps an epoch, the last one short (58), and shards
 # of uneven size for P=4 (15) and P=3/P=7 (20, or 8-9).

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "common/fixtures.h"
 #include "topology/detect.h"
 #include "topology/formats.h"
 #include "topology/render.h"
@@ -17,15 +18,6 @@ using namespace coral::topology;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string fixture(const std::string& name) {
-  return std::string(CORAL_SOURCE_ROOT) + "/tests/fixtures/topology/" + name;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 int dev(const Topology& t, const std::string& id) {
   int d = t.find(id);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/fixtures.h"
 #include "topology/detect.h"
 #include "topology/formats.h"
 #include "topology/render.h"
@@ -18,15 +19,6 @@ using namespace coral::topology;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string fixture(const std::string& name) {
-  return std::string(CORAL_SOURCE_ROOT) + "/tests/fixtures/topology/" + name;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // The Error a load throws ("" when it loads).
 template <class F>
