@@ -99,12 +99,12 @@ void agree_exclude(bootstrap::Store& store, const std::string& prefix, int rank,
 }  // namespace
 
 std::vector<int> Communicator::failed_ranks() {
-  // Polled domains learn of a closed connection only when pumped: pump each once first.
+  // Polled domains learn of a closed connection only when they read: each reads once first.
   std::vector<transport::Domain*> seen;
   for (transport::Domain* d : host_.domain_of)
     if (d && std::find(seen.begin(), seen.end(), d) == seen.end()) {
       seen.push_back(d);
-      if (d->needs_polling()) d->advance();
+      d->check_peers();
     }
   std::vector<int> failed;
   for (int q = 0; q < nranks_; ++q)

@@ -97,6 +97,11 @@ class Domain {
   virtual Link* link(int peer) = 0;
   // "" while peer is healthy, else what happened to it.
   virtual std::string peer_failure(int peer) = 0;
+  // Reads what the connections say now, so that a peer whose connection closed is seen failed
+  // by peer_failure even when no wait was reading from it (coralCommGetFailedRanks).
+  virtual void check_peers() {
+    if (needs_polling()) advance();
+  }
   // "" unless some peer aborted the communicator (then its message).
   virtual std::string remote_abort() = 0;
   // Tells every peer of this domain that this rank failed, with why.

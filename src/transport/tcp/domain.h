@@ -42,6 +42,13 @@ class TcpDomain : public Domain {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     spin_pass(nullptr, ++advances_);
   }
+  // A full pass, every socket read (advance reads only now and then); helper threads read by
+  // themselves.
+  void check_peers() override {
+    if (threaded()) return;
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    progress(0);
+  }
 
   // One pass over the sockets: write what is pending, read what arrived. timeout_ms > 0 sleeps
   // until something happens. With small_too false, sockets other than focus's are read only
