@@ -41,11 +41,13 @@ Schedule allreduce_hier(const CollArgs& a) {
     by_host[h].push_back(q);
   }
   // Members of a host follow the topology's ring where there is one (NUMA domains in turn).
-  if (a.order)
-    for (auto& [h, m] : by_host) {
-      auto pos = [&](int q) { return std::find(a.order->begin(), a.order->end(), q) - a.order->begin(); };
-      std::stable_sort(m.begin(), m.end(), [&](int x, int y) { return pos(x) < pos(y); });
-    }
+  if (a.order) {
+    std::vector<int> pos(static_cast<size_t>(p));
+    for (int k = 0; k < p; k++) pos[static_cast<size_t>((*a.order)[static_cast<size_t>(k)])] = k;
+    for (auto& [h, m] : by_host)
+      std::stable_sort(m.begin(), m.end(),
+                       [&](int x, int y) { return pos[static_cast<size_t>(x)] < pos[static_cast<size_t>(y)]; });
+  }
   const int my_host = a.hosts ? (*a.hosts)[static_cast<size_t>(r)] : 0;
   const std::vector<int>& local = by_host[my_host];
   const int n = static_cast<int>(local.size());
