@@ -102,7 +102,13 @@ int main(int argc, char** argv) {
     }
     // One BLAS thread per rank: ranks already fill the cores, and results stay reproducible.
     if (!std::getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
-    coral::communicator comm;
+    // Started by hand, without a launcher (none of the variables coralCommInitEnv reads): one
+    // rank, as a torch script run without torchrun trains on one process.
+    bool launched = false;
+    for (const char* v : {"CORAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"})
+      launched = launched || std::getenv(v) != nullptr;
+    coral::communicator comm =
+        launched ? coral::communicator() : coral::communicator(1, coral::communicator::unique_id(), 0);
     trainer::train(cfg, comm);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "coral-train: %s\n", e.what());

@@ -91,6 +91,11 @@ if command -v gnuplot >/dev/null; then
   head -c 4 "$tmp/curves.png" | grep -q PNG && ok "PNG plot" || bad "PNG plot"
 fi
 
+echo "== without a launcher: one rank"
+out=$(env -u CORAL_RANK -u RANK -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u SLURM_PROCID timeout 60 "$train" --steps 3 \
+  --log-every 1000 2>&1) && grep -q ", 1 rank, " <<<"$out" && grep -q "^final:" <<<"$out" \
+  && ok "coral-train run by hand trains on one rank" || bad "coral-train without a launcher: $out"
+
 echo "== bad input fails on every rank with a clear message, no hang"
 expect_fail() {  # expect_fail PATTERN ARGS...
   local pat=$1
