@@ -113,6 +113,9 @@ class Loop {
   int64_t applied_ = -1;         // the last global step whose gradient the optimizer took
   std::vector<int> world_;       // --elastic: each rank's rank in the job's first communicator
   std::vector<int> fail_ranks_;  // --fail-at-step: the first ranks that die then
+  // --elastic: what the failed step waited, kept out of "comm wait" (the recovery is reported
+  // on its own line).
+  double step_wait0_ = 0, lost_wait_ = 0;
   // Since the last log line: local loss sum and samples, global samples, wait and wall time.
   double win_loss_ = 0, win_n_ = 0, win_global_ = 0, win_wait0_ = 0;
   Clock::time_point win_t0_;
@@ -240,6 +243,7 @@ template <class T>
 int64_t Loop<T>::recover(const coral::error& why, int64_t gstep) {
   const auto t0 = Clock::now();
   sync_.reset(comm_.get());
+  lost_wait_ += sync_.wait_seconds() - step_wait0_;
   const std::vector<int> lost = shrink_to_survivors(comm_, world_, why);
   rank_ = comm_.rank();
   size_ = comm_.size();
@@ -350,11 +354,12 @@ Result Loop<T>::run() {
       auto t_epoch = Clock::now();
       for (size_t s = static_cast<size_t>(gstep % spe); s < static_cast<size_t>(spe) && gstep < total; s++) {
         auto t0 = Clock::now();
-        double wait0 = sync_.wait_seconds();
+        step_wait0_ = sync_.wait_seconds();
         if (fails_here(gstep)) die_now();
         step(gstep, s);
         train_s_ += since(t0);
-        step_waits_.push_back(sync_.wait_seconds() - wait0);
+        step_waits_.push_back(sync_.wait_seconds() - step_wait0_);
+        step_wait0_ = sync_.wait_seconds();
         samples_ += static_cast<int64_t>(sampler_.batch_size(s));
         gstep++;
         bool end_of_epoch = s + 1 == static_cast<size_t>(spe);
@@ -395,7 +400,7 @@ Result Loop<T>::run() {
   r.steps = gstep - start_step_;
   r.seconds = train_s_;
   r.samples_per_s = train_s_ > 0 ? static_cast<double>(samples_) / train_s_ : 0;
-  r.comm_wait_pct = train_s_ > 0 ? 100 * sync_.wait_seconds() / train_s_ : 0;
+  r.comm_wait_pct = train_s_ > 0 ? 100 * (sync_.wait_seconds() - lost_wait_) / train_s_ : 0;
   // Rank 0's numbers, as the rest of the line: its own wait, split with the network share.
   r.network_wait_pct = train_s_ > 0 ? 100 * network_s_ / train_s_ : 0;
   report_.line(

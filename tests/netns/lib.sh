@@ -10,6 +10,7 @@
 # host_addr I             prints host I's IPv4 address.
 # run_job L PROG ARGS...  starts L ranks on every host with coral-run --nnodes (node 0 serves the
 #                         store at host 0), waits for all, returns the first failing exit code.
+#                         JOB_TIMEOUT=S adds --timeout S, JOB_KEEP_GOING=1 adds --keep-going.
 #                         Each line of output is prefixed with the host: "h1 [3] ...".
 # kill_host I             SIGKILLs every process of host I (the host "goes down").
 set -u
@@ -80,7 +81,7 @@ run_job() {
     (
       set -o pipefail
       on_host "$i" "$CORAL_RUN" -n "$l" --nnodes "$NETNS_HOSTS" --node-rank "$i" --root "$root" \
-        ${JOB_TIMEOUT:+--timeout "$JOB_TIMEOUT"} -- "$@" 2>&1 | sed -u "s/^/h$i /"
+        ${JOB_TIMEOUT:+--timeout "$JOB_TIMEOUT"} ${JOB_KEEP_GOING:+--keep-going} -- "$@" 2>&1 | sed -u "s/^/h$i /"
     ) &
     pids+=($!)
   done
