@@ -21,7 +21,7 @@ args=(--dataset "$dataset" --epochs 3 --log-every 100000)
 # The first step of epoch 2, plus a few.
 spe=$("$run" -n 1 --no-prefix "$train" "${args[@]}" --steps 1 | sed -n 's/^epoch 1\/3 step [0-9]*\/\([0-9]*\).*/\1/p')
 at=$(( ${spe:-469} + 10 ))
-printf '%-28s %10s %12s %10s\n' case "wall s" "recovery s" "accuracy"
+printf '%-36s %10s %12s %10s\n' case "wall s" "recovery s" "accuracy"
 for r in $(seq "$reps"); do
   for case in "none" "--fail-rank $((ranks - 1))" "--fail-rank 0" "--fail-rank 1 --fail-rank 2"; do
     extra=()
@@ -31,6 +31,6 @@ for r in $(seq "$reps"); do
     t1=$(date +%s.%N)
     rec=$(sed -n 's/.*recovered in \([0-9.]*\) s.*/\1/p' <<<"$out" | head -1)
     acc=$(sed -n 's/^final: test accuracy \([0-9.]*\)%.*/\1/p' <<<"$out")
-    printf '%-28s %10.2f %12s %10s\n' "rep $r: $case" "$(echo "$t1 - $t0" | bc)" "${rec:--}" "${acc:-?}%"
+    printf '%-36s %10.2f %12s %10s\n' "rep $r: $case" "$(echo "$t1 - $t0" | bc)" "${rec:--}" "${acc:-?}%"
   done
 done
