@@ -31,6 +31,6 @@ for r in $(seq "$reps"); do
     t1=$(date +%s.%N)
     rec=$(sed -n 's/.*recovered in \([0-9.]*\) s.*/\1/p' <<<"$out" | head -1)
     acc=$(sed -n 's/^final: test accuracy \([0-9.]*\)%.*/\1/p' <<<"$out")
-    printf '%-36s %10.2f %12s %10s\n' "rep $r: $case" "$(echo "$t1 - $t0" | bc)" "${rec:--}" "${acc:-?}%"
+    printf '%-36s %10.2f %12s %10s\n' "rep $r: $case" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "${rec:--}" "${acc:-?}%"
   done
 done
