@@ -166,6 +166,7 @@ void Communicator::place(bootstrap::Exchange& exchange, const std::vector<PlaceI
     return;
   }
   placement_ = place_ranks(exchange, rank_, host_index_, inputs);
+  ring_order_ = placement_.identity() ? nullptr : &placement_.ring;
   if (rank_ == 0) log::info(log::Topo, "{}", placement_.describe());
 }
 
@@ -249,7 +250,7 @@ Communicator::CallInfo Communicator::query(collectives::CollArgs a, bool device)
   a.rank = rank_;
   a.nranks = nranks_;
   a.hosts = &host_index_;
-  a.order = ring_order();
+  a.order = ring_order_;
   const collectives::Algo algo = tuner_.choose(a);
   const size_t max_bytes = device ? device_chunk_bytes() : chunk_bytes();
   return {algo, tuner_.chunk(a, algo, max_bytes), !device && tuner_.tuning(a)};
@@ -294,7 +295,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
   a.rank = rank_;
   a.nranks = nranks_;
   a.hosts = &host_index_;
-  a.order = ring_order();
+  a.order = ring_order_;
   if (nranks_ > 1 && rooted(a.coll) && settings_.check_roots && !agreeing_) agree_root(a, background);
   if (c.premul.on) {
     if (device) fail(coralInternalError, "a device PreMulSum call reached the executor unscaled");

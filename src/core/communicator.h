@@ -183,8 +183,9 @@ class Communicator {
   std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
   Placement placement_;
   void place(bootstrap::Exchange& exchange, const std::vector<PlaceInput>& inputs);
-  // The ring builders' order: null for rank order, which builds the schedules of old.
-  const std::vector<int>* ring_order() const { return placement_.identity() ? nullptr : &placement_.ring; }
+  // The ring builders' order, set once by place(): null for rank order, which builds the
+  // schedules of old.
+  const std::vector<int>* ring_order_ = nullptr;
   transport::LinkSet host_;  // host-buffer links to every peer
   uint64_t coll_seq_ = 0;    // every collective, for message tags
   uint64_t user_seq_ = 0;    // the user's collectives: "allreduce #12" in errors and dumps
