@@ -1,11 +1,10 @@
 #include "mlp.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
+#include "blas.h"
 #include "rng.h"
 
 namespace trainer {
@@ -23,22 +22,6 @@ Layout::Layout(std::vector<int> d) : dims(std::move(d)) {
     nparams += size[l];
   }
 }
-
-namespace {
-
-// C = alpha * op(A) * op(B) + beta * C, row-major; OpenBLAS does the work.
-void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
-          float beta, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, beta, c, ldc);
-}
-void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b, int ldb,
-          double beta, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, beta, c, ldc);
-}
-
-}  // namespace
 
 template <class T>
 void Mlp<T>::init(T* params, uint64_t seed) const {

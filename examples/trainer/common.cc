@@ -1,0 +1,93 @@
+#include "common.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace trainer {
+
+void validate(const Config& cfg) {
+  using std::invalid_argument;
+  if (cfg.batch < 1) throw invalid_argument("--batch must be at least 1");
+  if (cfg.epochs < 1) throw invalid_argument("--epochs must be at least 1");
+  if (cfg.staleness < 0) throw invalid_argument("--staleness must be 0 or more");
+  if (cfg.staleness > 0 && (!cfg.checkpoint.empty() || !cfg.resume.empty()))
+    throw invalid_argument(
+        "--staleness cannot be combined with --checkpoint/--resume (in-flight gradients are not saved)");
+  if (cfg.log_every < 1) throw invalid_argument("--log-every must be at least 1");
+  if (cfg.elastic && cfg.staleness > 0)
+    throw invalid_argument("--elastic cannot be combined with --staleness (in-flight gradients die with a rank)");
+  if (!(cfg.bucket_mb > 0)) throw invalid_argument("--bucket-mb must be positive");
+  if (cfg.balance_every < 1) throw invalid_argument("--balance-every must be at least 1");
+  if (cfg.compress.kind != Compression::None) {
+    if (cfg.staleness > 0 || cfg.elastic)
+      throw invalid_argument("--compress cannot be combined with --staleness or --elastic");
+    if (!cfg.checkpoint.empty() || !cfg.resume.empty())
+      throw invalid_argument("--compress cannot be combined with --checkpoint/--resume (the residual is not saved)");
+  }
+  if (cfg.mode != "sync" && cfg.mode != "ps")
+    throw invalid_argument(fmt::format("--mode must be sync or ps, not '{}'", cfg.mode));
+  if (cfg.mode == "ps") {
+    if (cfg.servers < 1) throw invalid_argument("--servers must be at least 1");
+    if (cfg.staleness > 0 || cfg.elastic || cfg.balance || cfg.compress.kind != Compression::None ||
+        !cfg.checkpoint.empty() || !cfg.resume.empty() || cfg.optim.clip > 0)
+      throw invalid_argument(
+          "--mode ps cannot be combined with --staleness, --elastic, --balance, --compress, --checkpoint, "
+          "--resume or --clip");
+  }
+  if (cfg.max_staleness < -1) throw invalid_argument("--max-staleness must be 0 or more (or -1: unbounded)");
+}
+
+Data load_data(const Config& cfg) {
+  if (cfg.dataset == "digits") return load_digits(cfg.data_path.empty() ? default_digits_path() : cfg.data_path);
+  if (cfg.dataset == "fashion-mnist") return load_fashion_mnist(cfg.data_path.empty() ? kFashionDir : cfg.data_path);
+  if (cfg.dataset == "synthetic") {
+    size_t n = static_cast<size_t>(cfg.batch) * 16;
+    return make_synthetic(kSyntheticInputs, 10, n, n / 8 + 1, cfg.seed);
+  }
+  throw std::invalid_argument(fmt::format("unknown dataset '{}' (digits, fashion-mnist or synthetic)", cfg.dataset));
+}
+
+std::vector<int> model_dims(const Config& cfg, const Data& data) {
+  std::vector<int> d{cfg.dataset == "synthetic" ? kSyntheticInputs : data.train.dim};
+  std::vector<int> hidden = cfg.hidden;
+  if (hidden.empty()) {
+    if (cfg.dataset == "synthetic")
+      hidden = synthetic_hidden(cfg.synthetic_params);
+    else
+      hidden = data.name == "digits" ? std::vector<int>{128} : std::vector<int>{256, 256};
+  }
+  d.insert(d.end(), hidden.begin(), hidden.end());
+  d.push_back(cfg.dataset == "synthetic" ? 10 : data.train.classes);
+  return d;
+}
+
+template <class T>
+void evaluate(Mlp<T>& model, const T* params, const Dataset& d, coral::communicator& comm, double* loss, double* acc) {
+  const size_t rank = static_cast<size_t>(comm.rank()), size = static_cast<size_t>(comm.size());
+  size_t lo = d.size() * rank / size, hi = d.size() * (rank + 1) / size;
+  double sums[3] = {0, 0, static_cast<double>(hi - lo)};
+  std::vector<T> x;
+  for (size_t b = lo; b < hi; b += 1024) {
+    size_t e = std::min(hi, b + 1024);
+    x.assign(d.x.begin() + static_cast<ptrdiff_t>(b * d.dim), d.x.begin() + static_cast<ptrdiff_t>(e * d.dim));
+    int64_t correct = 0;
+    model.evaluate(params, x.data(), d.y.data() + b, static_cast<int>(e - b), &sums[0], &correct);
+    sums[1] += static_cast<double>(correct);
+  }
+  comm.all_reduce(std::span<double>(sums));
+  *loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
+  *acc = sums[2] > 0 ? sums[1] / sums[2] : 0;
+}
+
+template void evaluate(Mlp<float>&, const float*, const Dataset&, coral::communicator&, double*, double*);
+template void evaluate(Mlp<double>&, const double*, const Dataset&, coral::communicator&, double*, double*);
+
+uint64_t fnv1a(const void* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; i++) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+}  // namespace trainer
