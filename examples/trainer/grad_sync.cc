@@ -18,7 +18,7 @@ Wire parse_wire(const std::string& s) {
 
 template <class T>
 GradSync<T>::GradSync(coralComm_t comm, const Layout& layout, size_t bucket_bytes, Wire wire, int slots)
-    : comm_(comm), wire_(wire), slots_(static_cast<size_t>(slots)) {
+    : comm_(comm), wire_(wire), slots_(static_cast<size_t>(slots)), layout_(layout) {
   // Walk layers in the order backward finishes them (last first = increasing flat offset).
   size_t elem = wire == Wire::Same ? sizeof(T) : 2;
   for (int l = layout.layers() - 1; l >= 0; l--) {
@@ -32,6 +32,20 @@ GradSync<T>::GradSync(coralComm_t comm, const Layout& layout, size_t bucket_byte
   }
   if (wire != Wire::Same)
     for (Slot& s : slots_) s.wire.resize(layout.nparams);
+}
+
+template <class T>
+void GradSync<T>::compress(const Compression& c, uint64_t seed) {
+  if (c.kind == Compression::None) return;
+  if (wire_ != Wire::Same) throw std::invalid_argument("--compress cannot be combined with --grad-comm bf16/fp16");
+  comp_ = std::make_unique<Compressor<T>>(comm_, layout_, c, seed);
+  blocking_ = true;
+}
+
+template <class T>
+size_t GradSync<T>::bytes_per_step() const {
+  if (comp_) return comp_->bytes_per_step();
+  return layout_.nparams * (wire_ == Wire::Same ? sizeof(T) : 2);
 }
 
 template <class T>
@@ -85,6 +99,7 @@ void GradSync<T>::layer_ready(int slot, int layer) {
 template <class T>
 void GradSync<T>::launch_rest(int slot) {
   Slot& s = slots_.at(static_cast<size_t>(slot));
+  if (comp_) return;
   while (s.next < buckets_.size()) launch(s, buckets_[s.next++]);
 }
 
@@ -92,6 +107,11 @@ template <class T>
 void GradSync<T>::wait(int slot) {
   Slot& s = slots_.at(static_cast<size_t>(slot));
   auto t0 = std::chrono::steady_clock::now();
+  if (comp_) {  // (--elastic is refused with --compress: a failure here ends the run)
+    comp_->reduce(s.grad);
+    wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return;
+  }
   coralResult_t first = coralSuccess;
   for (coralRequest_t r : s.reqs) {  // complete every request even after a failure
     coralResult_t rc = coralWait(r);

@@ -7,9 +7,11 @@
 #include <coral/coral.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "compress.h"
 #include "mlp.h"
 
 namespace trainer {
@@ -28,6 +30,11 @@ class GradSync {
   // on saturated cores cost more than the all-reduce of a small model (see docs/trainer.md).
   void set_blocking(bool on) { blocking_ = on; }
   bool blocking() const { return blocking_; }
+  // --compress: wait() sends the compressed gradient (blocking, after backward) instead of
+  // all-reducing buckets.
+  void compress(const Compression& c, uint64_t seed);
+  // Bytes this rank puts into collectives per step.
+  size_t bytes_per_step() const;
 
   void begin(int slot, T* grad);
   void layer_ready(int slot, int layer);  // from backward: starts buckets now complete
@@ -59,6 +66,8 @@ class GradSync {
   std::vector<Slot> slots_;
   double wait_s_ = 0;
   bool blocking_ = false;
+  Layout layout_;
+  std::unique_ptr<Compressor<T>> comp_;
 };
 
 }  // namespace trainer
