@@ -32,7 +32,7 @@ int64_t parse_count(const std::string& s) {
 
 int main(int argc, char** argv) {
   trainer::Config cfg;
-  std::string optimizer = "adam", wire = "fp32", dtype = "f32", params = "25M";
+  std::string optimizer = "adam", wire = "fp32", dtype = "f32", params = "25M", compress = "none", slow;
   CLI::App app{"coral-train: synchronous data-parallel training of an MLP over Coral's all-reduce"};
   app.add_option("--dataset", cfg.dataset, "digits (bundled), fashion-mnist, or synthetic")
       ->capture_default_str()
@@ -85,6 +85,20 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--fail-rank", cfg.fail_ranks, "tests: with --fail-at-step, the ranks that die")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--mode", cfg.mode, "sync (all-reduce every step) or ps (asynchronous parameter servers)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sync", "ps"}));
+  app.add_option("--servers", cfg.servers, "--mode ps: the first S ranks are parameter servers")->capture_default_str();
+  app.add_option("--max-staleness", cfg.max_staleness,
+                 "--mode ps: a worker runs at most k pushes ahead of the slowest (-1: unbounded)")
+      ->capture_default_str();
+  app.add_option("--compress", compress,
+                 "send compressed gradients with error feedback: powersgd:R (rank-R factors) or topk:F (largest "
+                 "fraction F)")
+      ->capture_default_str();
+  app.add_option("--slow-rank", slow, "experiments: RANK:FACTOR makes that rank's compute FACTOR times slower");
+  app.add_flag("--balance", cfg.balance, "split each global batch in proportion to each rank's measured speed");
+  app.add_option("--balance-every", cfg.balance_every, "--balance: re-measure every N steps")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -95,6 +109,8 @@ int main(int argc, char** argv) {
     if (cfg.dataset == "digits" && app.count("--epochs") == 0) cfg.epochs = 20;
     cfg.f64 = dtype == "f64";
     cfg.wire = trainer::parse_wire(wire);
+    cfg.compress = trainer::parse_compression(compress);
+    if (!slow.empty()) cfg.slow = trainer::parse_slow_rank(slow);
     try {
       cfg.synthetic_params = parse_count(params);
     } catch (const std::exception&) {

@@ -1,6 +1,7 @@
 #include "trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 
 #include "checkpoint.h"
+#include "common.h"
 #include "data.h"
 #include "elastic.h"
 #include "mlp.h"
@@ -22,32 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-Data load_data(const Config& cfg, const std::vector<int>& synthetic_dims) {
-  if (cfg.dataset == "digits") return load_digits(cfg.data_path.empty() ? default_digits_path() : cfg.data_path);
-  if (cfg.dataset == "fashion-mnist") return load_fashion_mnist(cfg.data_path.empty() ? kFashionDir : cfg.data_path);
-  if (cfg.dataset == "synthetic") {
-    size_t n = static_cast<size_t>(cfg.batch) * 16;
-    return make_synthetic(synthetic_dims.front(), synthetic_dims.back(), n, n / 8 + 1, cfg.seed);
-  }
-  throw std::invalid_argument(fmt::format("unknown dataset '{}' (digits, fashion-mnist or synthetic)", cfg.dataset));
-}
-
-std::vector<int> model_dims(const Config& cfg) {
-  if (cfg.dataset == "synthetic") {
-    std::vector<int> d{kSyntheticInputs};
-    for (int h : cfg.hidden.empty() ? synthetic_hidden(cfg.synthetic_params) : cfg.hidden) d.push_back(h);
-    d.push_back(10);
-    return d;
-  }
-  return {};
-}
-
-uint64_t fnv1a(const void* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; i++) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 0x100000001b3ULL;
-  return h;
-}
-
 template <class T>
 class Loop {
  public:
@@ -56,41 +32,36 @@ class Loop {
         comm_(comm),
         rank_(comm.rank()),
         size_(comm.size()),
-        data_(load_data(cfg, model_dims(cfg))),
+        data_(load_data(cfg)),
         model_(Layout(dims())),
         params_(model_.layout().nparams),
         opt_(cfg.optim, params_.size()),
         sync_(comm.get(), model_.layout(), static_cast<size_t>(cfg.bucket_mb * (1 << 20)), cfg.wire, cfg.staleness + 1),
         grads_(static_cast<size_t>(cfg.staleness) + 1, std::vector<T>(params_.size())),
         sampler_(data_.train.size(), static_cast<size_t>(cfg.batch), cfg.seed),
-        report_(rank_ == 0, cfg.csv, cfg.plot) {
+        report_(rank_ == 0, cfg.csv, cfg.plot),
+        balancer_(cfg.balance ? cfg.balance_every : 0) {
     for (int r = 0; r < size_; r++) world_.push_back(r);
     fail_ranks_ = cfg.fail_ranks.empty() ? std::vector<int>{size_ - 1} : cfg.fail_ranks;
+    if (cfg.slow.rank >= size_)
+      throw std::invalid_argument(fmt::format("--slow-rank {}: there are only {} ranks", cfg.slow.rank, size_));
     // One bucket starts only when backward has ended: there is nothing to overlap, and handing
     // it to the progress thread costs two wake-ups a step.
     sync_.set_blocking(cfg.staleness == 0 && (!cfg.overlap || sync_.buckets() == 1));
+    sync_.compress(cfg.compress, cfg.seed);
   }
 
   Result run();
 
  private:
-  std::vector<int> dims() const {
-    std::vector<int> d = model_dims(cfg_);
-    if (!d.empty()) return d;
-    d.push_back(data_.train.dim);
-    std::vector<int> hidden = cfg_.hidden;
-    if (hidden.empty()) hidden = data_.name == "digits" ? std::vector<int>{128} : std::vector<int>{256, 256};
-    d.insert(d.end(), hidden.begin(), hidden.end());
-    d.push_back(data_.train.classes);
-    return d;
-  }
+  std::vector<int> dims() const { return model_dims(cfg_, data_); }
   void start();
   void resume();
   void save(int64_t gstep);
   void step(int64_t gstep, size_t s);
   void apply(int64_t gstep);
   void log(int64_t epoch, size_t s, int64_t gstep);
-  void evaluate(double* loss, double* acc);
+  void rebalance(int64_t gstep);
   void check_replicas(const char* when);
   void gather(const std::vector<uint32_t>& idx);
   int64_t recover(const coral::error& why, int64_t gstep);
@@ -107,6 +78,8 @@ class Loop {
   std::vector<std::vector<T>> grads_;  // one per in-flight step (staleness + 1)
   Sampler sampler_;
   Report report_;
+  Balancer balancer_;
+  std::vector<size_t> shown_parts_;  // --balance: the split last printed
   std::vector<T> xb_;
   std::vector<int32_t> yb_;
   int64_t start_step_ = 0;
@@ -134,6 +107,11 @@ void Loop<T>::start() {
   std::string widths;
   // fmt, not string + to_string: GCC 12 warns falsely on that (-Wrestrict, GCC bug 105329).
   for (int d : l.dims) widths += fmt::format("{}{}", widths.empty() ? "" : "-", d);
+  std::string extras;
+  if (cfg_.staleness) extras += fmt::format(", staleness {}", cfg_.staleness);
+  if (cfg_.compress.kind != Compression::None) extras += ", compress " + to_string(cfg_.compress);
+  if (cfg_.slow.rank >= 0) extras += fmt::format(", rank {} slowed {:g}x", cfg_.slow.rank, cfg_.slow.factor);
+  if (cfg_.balance) extras += fmt::format(", balance every {} steps", cfg_.balance_every);
   report_.line(fmt::format(
       "coral-train: {} ({} train / {} test), model {} ({} parameters, {}), {} rank{}, global batch "
       "{}, {} lr {:g} (scaled to {:g}), {} bucket{}, overlap {}, grad comm {}{}",
@@ -146,7 +124,7 @@ void Loop<T>::start() {
       cfg_.wire == Wire::Same   ? (sizeof(T) == 8 ? "fp64" : "fp32")
       : cfg_.wire == Wire::Bf16 ? "bf16"
                                 : "fp16",
-      cfg_.staleness ? fmt::format(", staleness {}", cfg_.staleness) : ""));
+      extras));
   // Rank 0 initialises, everyone else receives the same parameters.
   if (rank_ == 0) model_.init(params_.data(), cfg_.seed);
   comm_.broadcast(std::span<T>(params_), 0);
@@ -261,6 +239,8 @@ int64_t Loop<T>::recover(const coral::error& why, int64_t gstep) {
   comm_.broadcast(std::span<int64_t>(steps), src);
   opt_.steps_ref() = steps[0];
   applied_ = best[0];
+  sampler_.set_weights({});
+  balancer_.reset();
   // The interval's statistics were per rank and step: start a new one.
   step_waits_.clear();
   win_loss_ = win_n_ = win_global_ = 0;
@@ -276,6 +256,7 @@ int64_t Loop<T>::recover(const coral::error& why, int64_t gstep) {
 
 template <class T>
 void Loop<T>::step(int64_t gstep, size_t s) {
+  const auto t0 = Clock::now();
   std::vector<uint32_t> idx = sampler_.shard(s, rank_, size_);
   gather(idx);
   int slot = static_cast<int>(gstep % (cfg_.staleness + 1));
@@ -285,10 +266,32 @@ void Loop<T>::step(int64_t gstep, size_t s) {
   std::function<void(int)> ready;
   if (cfg_.overlap && !sync_.blocking()) ready = [&](int layer) { sync_.layer_ready(slot, layer); };
   win_loss_ += model_.loss_grad(params_.data(), xb_.data(), yb_.data(), static_cast<int>(idx.size()), scale, g, ready);
+  // --slow-rank spins rather than sleeps: a slower CPU stays busy, and short sleeps overshoot.
+  if (world_[static_cast<size_t>(rank_)] == cfg_.slow.rank) {
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>((cfg_.slow.factor - 1) * since(t0)));
+    while (Clock::now() < until) {}
+  }
+  balancer_.record(idx.size(), since(t0));
   sync_.launch_rest(slot);
   if (gstep >= cfg_.staleness) apply(gstep - cfg_.staleness);
   win_n_ += static_cast<double>(idx.size());
   win_global_ += static_cast<double>(sampler_.batch_size(s));
+}
+
+// --balance: the parts of the global batch follow the speeds measured since the last time.
+template <class T>
+void Loop<T>::rebalance(int64_t gstep) {
+  sampler_.set_weights(balancer_.exchange(comm_, sampler_.weights()));
+  std::vector<size_t> parts;
+  for (int r = 0; r < size_; r++) parts.push_back(sampler_.part_size(static_cast<size_t>(cfg_.batch), r, size_));
+  // A line when a part moved by more than 2% of the batch since the last one shown.
+  bool moved = shown_parts_.size() != parts.size();
+  for (size_t r = 0; r < parts.size() && !moved; r++)
+    moved = std::abs(static_cast<double>(parts[r]) - static_cast<double>(shown_parts_[r])) > 0.02 * cfg_.batch;
+  if (!moved) return;
+  shown_parts_ = parts;
+  report_.line(fmt::format("balance: step {}: batch parts {}", gstep, fmt::join(parts, "/")));
 }
 
 template <class T>
@@ -306,24 +309,6 @@ void Loop<T>::log(int64_t epoch, size_t s, int64_t gstep) {
   win_loss_ = win_n_ = win_global_ = 0;
   win_wait0_ = sync_.wait_seconds();
   win_t0_ = Clock::now();
-}
-
-template <class T>
-void Loop<T>::evaluate(double* loss, double* acc) {
-  const Dataset& d = data_.test;
-  size_t lo = d.size() * rank_ / size_, hi = d.size() * (rank_ + 1) / size_;
-  double sums[3] = {0, 0, static_cast<double>(hi - lo)};
-  std::vector<T> x;
-  for (size_t b = lo; b < hi; b += 1024) {
-    size_t e = std::min(hi, b + 1024);
-    x.assign(d.x.begin() + static_cast<ptrdiff_t>(b * d.dim), d.x.begin() + static_cast<ptrdiff_t>(e * d.dim));
-    int64_t correct = 0;
-    model_.evaluate(params_.data(), x.data(), d.y.data() + b, static_cast<int>(e - b), &sums[0], &correct);
-    sums[1] += static_cast<double>(correct);
-  }
-  comm_.all_reduce(std::span<double>(sums));
-  *loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
-  *acc = sums[2] > 0 ? sums[1] / sums[2] : 0;
 }
 
 // Every rank must hold bit-identical parameters: max and min of a hash agree only then.
@@ -356,6 +341,7 @@ Result Loop<T>::run() {
         auto t0 = Clock::now();
         step_wait0_ = sync_.wait_seconds();
         if (fails_here(gstep)) die_now();
+        if (balancer_.due(gstep)) rebalance(gstep);
         step(gstep, s);
         train_s_ += since(t0);
         step_waits_.push_back(sync_.wait_seconds() - step_wait0_);
@@ -374,7 +360,7 @@ Result Loop<T>::run() {
       if (gstep == total)
         for (int64_t g = std::max<int64_t>(gstep - cfg_.staleness, 0); g < gstep; g++) apply(g);
       double seconds = since(t_epoch);
-      evaluate(&r.test_loss, &r.test_accuracy);
+      evaluate(model_, params_.data(), data_.test, comm_, &r.test_loss, &r.test_accuracy);
       evaluated = gstep;
       if (gstep % spe == 0) report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds);
       check_replicas(fmt::format("after epoch {}", epoch + 1).c_str());
@@ -396,18 +382,21 @@ Result Loop<T>::run() {
       }
     }
   }
-  if (evaluated != gstep) evaluate(&r.test_loss, &r.test_accuracy);  // a loss cut the last one short
+  if (evaluated != gstep)
+    evaluate(model_, params_.data(), data_.test, comm_, &r.test_loss,
+             &r.test_accuracy);  // a loss cut the last one short
   r.steps = gstep - start_step_;
   r.seconds = train_s_;
   r.samples_per_s = train_s_ > 0 ? static_cast<double>(samples_) / train_s_ : 0;
   r.comm_wait_pct = train_s_ > 0 ? 100 * (sync_.wait_seconds() - lost_wait_) / train_s_ : 0;
   // Rank 0's numbers, as the rest of the line: its own wait, split with the network share.
   r.network_wait_pct = train_s_ > 0 ? 100 * network_s_ / train_s_ : 0;
+  r.bytes_per_step = static_cast<double>(sync_.bytes_per_step());
   report_.line(
       fmt::format("final: test accuracy {:.2f}% test loss {:.4f} after {} steps; {:.1f} s training, {:.0f} "
-                  "samples/s, comm wait {:.1f}% (network {:.1f}%, slower ranks {:.1f}%)",
+                  "samples/s, comm wait {:.1f}% (network {:.1f}%, slower ranks {:.1f}%), {:.1f} KiB sent/step",
                   100 * r.test_accuracy, r.test_loss, gstep, r.seconds, r.samples_per_s, r.comm_wait_pct,
-                  r.network_wait_pct, std::max(0.0, r.comm_wait_pct - r.network_wait_pct)));
+                  r.network_wait_pct, std::max(0.0, r.comm_wait_pct - r.network_wait_pct), r.bytes_per_step / 1024));
   if (rank_ == 0 && !cfg_.dump_params.empty()) {
     std::vector<double> p(params_.begin(), params_.end());
     std::ofstream out(cfg_.dump_params, std::ios::binary);
@@ -428,17 +417,8 @@ std::vector<int> synthetic_hidden(int64_t params) {
 }
 
 Result train(const Config& cfg, coral::communicator& comm) {
-  if (cfg.batch < 1) throw std::invalid_argument("--batch must be at least 1");
-  if (cfg.epochs < 1) throw std::invalid_argument("--epochs must be at least 1");
-  if (cfg.staleness < 0) throw std::invalid_argument("--staleness must be 0 or more");
-  if (cfg.staleness > 0 && (!cfg.checkpoint.empty() || !cfg.resume.empty()))
-    throw std::invalid_argument(
-        "--staleness cannot be combined with --checkpoint/--resume "
-        "(in-flight gradients are not saved)");
-  if (cfg.log_every < 1) throw std::invalid_argument("--log-every must be at least 1");
-  if (cfg.elastic && cfg.staleness > 0)
-    throw std::invalid_argument("--elastic cannot be combined with --staleness (in-flight gradients die with a rank)");
-  if (!(cfg.bucket_mb > 0)) throw std::invalid_argument("--bucket-mb must be positive");
+  validate(cfg);
+  if (cfg.mode == "ps") return cfg.f64 ? train_ps<double>(cfg, comm) : train_ps<float>(cfg, comm);
   if (cfg.f64) return Loop<double>(cfg, comm).run();
   return Loop<float>(cfg, comm).run();
 }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "balance.h"
+#include "compress.h"
 #include "grad_sync.h"
 #include "optim.h"
 
@@ -36,6 +38,13 @@ struct Config {
   bool elastic = false;         // survive lost ranks: shrink to the survivors and go on
   int64_t fail_at_step = -1;    // tests: fail_ranks kill themselves at the start of this global step
   std::vector<int> fail_ranks;  // with fail_at_step; empty: the last rank
+  Compression compress;         // --compress: what replaces the dense all-reduce
+  SlowRank slow;                // --slow-rank (experiments, tests)
+  bool balance = false;         // split each global batch by measured speed
+  int64_t balance_every = 20;   // re-measure every N steps
+  std::string mode = "sync";    // sync (all-reduce) | ps (parameter servers, ps.cc)
+  int servers = 1;              // --mode ps: the first S ranks serve shards of the parameters
+  int max_staleness = -1;       // --mode ps: bound on how far a worker runs ahead (-1: none)
 };
 
 struct Result {
@@ -43,6 +52,7 @@ struct Result {
   int64_t steps = 0;
   double seconds = 0, samples_per_s = 0, comm_wait_pct = 0;
   double network_wait_pct = 0;  // the part of comm_wait_pct every rank waited (see trainer.cc)
+  double bytes_per_step = 0;    // what one rank put into collectives (or messages) per step
 };
 
 // Runs training on every rank of comm; throws std::exception with a clear message on bad input.
