@@ -62,7 +62,7 @@ class Compressor {
   std::vector<T> pbuf_, q_, approx_;  // pbuf_: the dense slices, then every P
   size_t k_ = 0;                      // top-k: entries each rank sends
   std::vector<uint32_t> idx_, all_idx_;
-  std::vector<T> val_, all_val_;
+  std::vector<T> val_, all_val_, sample_;
 };
 
 // Orthonormalises the r columns of the row-major n x r matrix a (Gram-Schmidt, twice for

@@ -254,7 +254,8 @@ Result PsRun<T>::run() {
     report_.step({epoch, cfg_.epochs, steps - 1, spe, gstep, sums[1] > 0 ? sums[0] / sums[1] : 0, sums[1] / slowest[0],
                   100 * sums[2] / workers_ / slowest[0]});
     evaluate(model_, params_.data(), data_.test, comm_, &r.test_loss, &r.test_accuracy);
-    report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds);
+    report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds, train_s,
+                  static_cast<double>(gstep) * static_cast<double>(n_ * sizeof(T) + kHeader * servers_));
     r.steps = gstep;
   }
   // Staleness over every applied gradient of every server.

@@ -16,7 +16,7 @@ Report::Report(bool active, const std::string& csv_path, const std::string& plot
   if (csv_path_.empty()) return;
   csv_ = std::fopen(csv_path_.c_str(), "w");
   if (!csv_) throw std::runtime_error(fmt::format("cannot write the CSV log {}", csv_path_));
-  std::fprintf(csv_, "kind,epoch,global_step,epochs_done,loss,samples_per_s,comm_wait_pct,test_loss,test_accuracy\n");
+  std::fprintf(csv_, "kind,epoch,global_step,epochs_done,loss,samples_per_s,comm_wait_pct,test_loss,test_accuracy,train_seconds,sent_bytes\n");
 }
 
 Report::~Report() {
@@ -53,18 +53,19 @@ void Report::step(const StepStats& s) {
                    s.epochs, s.step + 1, s.steps_per_epoch, s.loss, s.samples_per_s, s.comm_wait_pct));
   if (csv_)
     std::fprintf(
-        csv_, "step,%lld,%lld,%.4f,%.6f,%.1f,%.2f,,\n", static_cast<long long>(s.epoch + 1),
+        csv_, "step,%lld,%lld,%.4f,%.6f,%.1f,%.2f,,,,\n", static_cast<long long>(s.epoch + 1),
         static_cast<long long>(s.global_step),
         static_cast<double>(s.epoch) + static_cast<double>(s.step + 1) / static_cast<double>(s.steps_per_epoch), s.loss,
         s.samples_per_s, s.comm_wait_pct);
 }
 
-void Report::epoch(int64_t epoch, double test_loss, double test_acc, double seconds) {
+void Report::epoch(int64_t epoch, double test_loss, double test_acc, double seconds, double train_seconds,
+                   double sent_bytes) {
   line(fmt::format("epoch {} done in {:.1f} s: test loss {:.4f} test accuracy {:.2f}%", epoch + 1, seconds, test_loss,
                    100 * test_acc));
   if (csv_)
-    std::fprintf(csv_, "epoch,%lld,,%lld,,,,%.6f,%.4f\n", static_cast<long long>(epoch + 1),
-                 static_cast<long long>(epoch + 1), test_loss, 100 * test_acc);
+    std::fprintf(csv_, "epoch,%lld,,%lld,,,,%.6f,%.4f,%.4f,%.0f\n", static_cast<long long>(epoch + 1),
+                 static_cast<long long>(epoch + 1), test_loss, 100 * test_acc, train_seconds, sent_bytes);
 }
 
 void Report::finish() {

@@ -20,7 +20,10 @@ class Report {
   ~Report();
   void progress(int64_t epoch, int64_t step, int64_t steps_per_epoch);
   void step(const StepStats& s);
-  void epoch(int64_t epoch, double test_loss, double test_acc, double seconds);
+  // train_seconds and sent_bytes: totals so far (training time without evaluation, and what one
+  // rank sent), for time- and bytes-to-accuracy curves.
+  void epoch(int64_t epoch, double test_loss, double test_acc, double seconds, double train_seconds = 0,
+             double sent_bytes = 0);
   void line(const std::string& text);  // a plain line (clears the bar first)
   void finish();                       // closes the CSV and draws the plot
   // The rank that prints died (--elastic): this one prints the lines from now on (the CSV and

@@ -362,7 +362,9 @@ Result Loop<T>::run() {
       double seconds = since(t_epoch);
       evaluate(model_, params_.data(), data_.test, comm_, &r.test_loss, &r.test_accuracy);
       evaluated = gstep;
-      if (gstep % spe == 0) report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds);
+      if (gstep % spe == 0)
+        report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds, train_s_,
+                      static_cast<double>(gstep) * static_cast<double>(sync_.bytes_per_step()));
       check_replicas(fmt::format("after epoch {}", epoch + 1).c_str());
       save(gstep);
     } catch (const coral::error& e) {

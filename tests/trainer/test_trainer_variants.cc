@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <coral/coral.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -210,4 +211,29 @@ TEST_CASE("parameter-server book: staleness counts the updates since the pull; t
   ssp.push(1, 0);
   CHECK(ssp.may_reply(0));  // clocks 2, 1
   CHECK(ssp.version() == 3);
+}
+
+TEST_CASE("top-k sends exactly the k largest entries, also when it ranks only a sample's candidates") {
+  const Layout big({100, 100, 10});  // 11,110 entries: the threshold comes from every 2nd one
+  for (double f : {0.001, 0.01, 0.3}) {
+    auto errors = on_ranks(1, [&](coral::communicator& comm) {
+      Compressor<double> c(comm.get(), big, Compression{Compression::TopK, 0, f}, 1);
+      std::vector<double> g = random_vector(big.nparams, 9);
+      const std::vector<double> in = g;
+      c.reduce(g.data());
+      std::vector<double> mags;
+      for (double v : in) mags.push_back(std::abs(v));
+      std::sort(mags.begin(), mags.end(), std::greater<double>());
+      const size_t k = static_cast<size_t>(std::ceil(f * static_cast<double>(big.nparams)));
+      size_t sent = 0;
+      for (size_t i = 0; i < g.size(); i++)
+        if (g[i] != 0) {
+          sent++;
+          CHECK(std::abs(in[i]) >= mags[k - 1]);
+        }
+      CHECK(sent == k);
+    });
+    INFO("F = " << f);
+    CHECK(errors[0] == "");
+  }
 }
