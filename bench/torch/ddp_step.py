@@ -4,7 +4,9 @@ over the P ranks, SGD; one DDP model on each backend's group, same initial weigh
 steps interleaved (coral, gloo, coral, gloo, ...). A step is forward + backward (which waits for
 DDP's bucketed gradient all-reduce) + optimizer step, after a barrier; its time is the slowest
 rank's. Reported: the median over --steps after --warmup, per backend, the ratio coral/gloo, and
-the same step with no DDP (the compute floor: what no all-reduce at all would cost). At the end
+the same step with no DDP (the compute floor), and DDP whose communication hook sends nothing
+(`nocomm`: all of DDP's own work, bucket copies included, with free communication: the best any
+backend could reach). At the end
 the two models must still agree (the same training, only the all-reduce differs).
 
   coral-run -n P python3 bench/torch/ddp_step.py [--steps 20] [--warmup 3] [--batch 64]
@@ -31,6 +33,13 @@ def mlp(widths):
     return torch.nn.Sequential(*layers)
 
 
+def no_comm(state, bucket):
+    """A DDP communication hook that sends nothing: the bucket comes back as it is."""
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--layers", default="1024,4096,4096,1024", help="widths of the MLP")
@@ -38,7 +47,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20, help="timed steps per model")
     ap.add_argument("--warmup", type=int, default=3, help="untimed steps per model")
     ap.add_argument("--bucket-mb", type=float, default=25, help="DDP's bucket_cap_mb")
-    ap.add_argument("--no-local", action="store_true", help="skip the no-DDP compute floor")
+    ap.add_argument("--no-local", action="store_true", help="skip the no-DDP and no-communication floors")
     ap.add_argument("--csv", help="rank 0 writes one line per backend here")
     ap.add_argument("--default", choices=("gloo", "coral"), default="gloo",
                     help="which backend is the default group (the other comes from new_group)")
@@ -65,6 +74,10 @@ def main():
         m = mlp(widths)
         m.load_state_dict(base.state_dict())
         models["local"] = m
+        m = mlp(widths)
+        m.load_state_dict(base.state_dict())
+        models["nocomm"] = DDP(m, process_group=groups["gloo"], bucket_cap_mb=args.bucket_mb)
+        models["nocomm"].register_comm_hook(None, no_comm)
     opts = {b: torch.optim.SGD(m.parameters(), lr=1e-3) for b, m in models.items()}
     gen = torch.Generator().manual_seed(1000 + rank)
     x = torch.randn(local_batch, widths[0], generator=gen)
@@ -111,8 +124,8 @@ def main():
         print(f"# coral/gloo step time = {ratio:.3f}", end="")
         if "local" in med:
             comm = {b: med[b] - med["local"] for b in ("coral", "gloo")}
-            print(f"; over the no-DDP floor: coral +{comm['coral'] * 1e3:.1f} ms, gloo +{comm['gloo'] * 1e3:.1f} ms",
-                  end="")
+            print(f"; over the no-DDP floor: coral +{comm['coral'] * 1e3:.1f} ms, gloo +{comm['gloo'] * 1e3:.1f} ms"
+                  f"; DDP with no communication / gloo = {med['nocomm'] / med['gloo']:.3f}", end="")
         print(f"; max |coral - gloo| parameter difference {diff:.2e}", flush=True)
         if args.csv:
             with open(args.csv, "w") as f:

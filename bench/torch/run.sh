@@ -115,7 +115,8 @@ print("their repetitions alternate at each size, so drift hits both alike. all_r
 print("in place; time = median over repetitions of the slowest rank's time per call; algbw = bytes / time,")
 print("busbw = algbw * 2(P-1)/P, in GB/s (1e9 B/s). DDP: MLP 1024-4096-4096-1024 (25.2M parameters),")
 print("global batch 64, SGD; a step = forward + backward (with DDP's bucketed gradient all-reduce) +")
-print("optimizer step; median over the steps of the slowest rank; `local` is the same step without DDP.\n")
+print("optimizer step; median over the steps of the slowest rank; `local` is the same step without DDP;")
+print("`nocomm` is DDP with a communication hook that sends nothing: the floor for any backend.\n")
 print("Targets: coral busbw >= 2x gloo's at every size from 64 KiB; 8 B latency coral <= 1/10 of gloo's;")
 print("DDP step coral <= 0.7x gloo's at P=2.\n")
 
@@ -150,6 +151,9 @@ for p in ranks.split():
     if d:
         t = float(d[0]["ratio_to_gloo"])
         goal = f" (target <= 0.7): {ok(t <= 0.7)}" if p == "2" else " (no target)"
+        floor = [r for r in ddp if r["P"] == p and r["backend"] == "nocomm"]
+        if floor:
+            goal += f"; DDP with no communication at all: {float(floor[0]['ratio_to_gloo']):.3f} of gloo"
         print(f"- P={p}: DDP step coral/gloo {t:.3f}{goal}")
 PY
 echo "== $out/results.md"
