@@ -69,7 +69,7 @@ void orthonormalize(T* a, size_t n, size_t r) {
 
 template <class T>
 Compressor<T>::Compressor(coralComm_t comm, const Layout& layout, Compression c, uint64_t seed)
-    : comm_(comm), layout_(layout), c_(c), err_(layout.nparams, T(0)) {
+    : comm_(comm), layout_(layout), c_(c), seed_(seed), err_(layout.nparams, T(0)) {
   coral::check(coralCommCount(comm, &nranks_), comm);
   if (c.kind == Compression::TopK) {
     k_ = std::max<size_t>(1, static_cast<size_t>(std::ceil(c.fraction * static_cast<double>(layout.nparams))));
@@ -121,6 +121,25 @@ void Compressor<T>::reduce(T* g) {
     topk(g);
 }
 
+// A column of P that orthonormalisation zeroed (the matrix had lower rank that step) leaves a
+// zero column in Q, and a warm start would keep it zero for good: it gets fresh random values,
+// drawn alike on every rank (Q is the same everywhere after its all-reduce).
+template <class T>
+void Compressor<T>::revive_q() {
+  const size_t r = static_cast<size_t>(c_.rank);
+  calls_++;
+  for (const Factor& f : factors_) {
+    T* q = q_.data() + f.q_at;
+    for (size_t j = 0; j < r; j++) {
+      bool zero = true;
+      for (size_t k = 0; k < f.m && zero; k++) zero = q[k * r + j] == T(0);
+      if (!zero) continue;
+      Rng rng(seed_ ^ (calls_ * 0x9e3779b97f4a7c15ULL) ^ (f.q_at + j));
+      for (size_t k = 0; k < f.m; k++) q[k * r + j] = static_cast<T>(2 * rng.uniform() - 1);
+    }
+  }
+}
+
 // On entry g = M, this rank's gradient share plus its residual. Each matrix's sum over ranks is
 // approximated by P Q^T with P = orth(sum M Q_old) and Q = sum M^T P; this rank keeps
 // M - P Q^T / nranks, so the residuals of all ranks sum to what the approximation missed.
@@ -132,6 +151,7 @@ void Compressor<T>::powersgd(T* g) {
     std::copy(g + s.at, g + s.at + s.len, pbuf_.data() + at);
     at += s.len;
   }
+  revive_q();
   for (const Factor& f : factors_)
     gemm(false, false, static_cast<int>(f.n), r, static_cast<int>(f.m), T(1), g + layout_.offset[f.layer],
          static_cast<int>(f.m), q_.data() + f.q_at, r, T(0), pbuf_.data() + dense_len_ + f.p_at, r);

@@ -48,12 +48,14 @@ class Compressor {
     size_t at, len;
   };
   void powersgd(T* g);
+  void revive_q();
   void topk(T* g);
   void all_reduce(std::vector<T>& v);
 
   coralComm_t comm_;
   Layout layout_;
   Compression c_;
+  uint64_t seed_, calls_ = 0;
   int nranks_ = 1;
   std::vector<T> err_;
   std::vector<Factor> factors_;

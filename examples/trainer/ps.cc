@@ -121,7 +121,7 @@ void PsRun<T>::serve(int64_t steps) {
       recv[w] = nullptr;
       int64_t head[2];
       std::memcpy(head, in_[w].data(), sizeof head);
-      book_.push(static_cast<int>(w), head[0]);
+      book_.push(static_cast<int>(w), head[0], head[1] > 0);
       if (head[1] > 0) opt_.step(shard, reinterpret_cast<T*>(in_[w].data() + kHeader), worker_batch_);
       owed[w] = true;
       if (--left[w] > 0) post(w);  // the worker sends again only after our reply

@@ -21,11 +21,13 @@ class PsBook {
  public:
   PsBook(int workers, int max_staleness) : clock_(static_cast<size_t>(workers), 0), bound_(max_staleness) {}
   // Worker w pushed a gradient computed on shard version `seen`: counts it and returns its
-  // staleness.
-  int64_t push(int w, int64_t seen) {
+  // staleness. A push of no samples (a worker's empty part of a short last batch) is not an
+  // update: it only advances the worker's clock.
+  int64_t push(int w, int64_t seen, bool update = true) {
     const int64_t s = version_ - seen;
-    version_++;
     clock_[static_cast<size_t>(w)]++;
+    if (!update) return 0;
+    version_++;
     count_++;
     sum_ += s;
     max_ = std::max(max_, s);

@@ -201,6 +201,10 @@ TEST_CASE("parameter-server book: staleness counts the updates since the pull; t
   CHECK(free.staleness_sum() == 5);
   CHECK(free.staleness_max() == 2);
   CHECK(free.may_reply(0));
+  CHECK(free.push(1, 4, false) == 0);  // an empty push: no update, no staleness, but a clock tick
+  CHECK(free.version() == 4);
+  CHECK(free.clock(1) == 2);
+  CHECK(free.count() == 4);
 
   PsBook ssp(2, 1);  // k = 1: no worker more than one push ahead of the slowest
   ssp.push(0, 0);
@@ -236,4 +240,23 @@ TEST_CASE("top-k sends exactly the k largest entries, also when it ranks only a 
     INFO("F = " << f);
     CHECK(errors[0] == "");
   }
+}
+
+TEST_CASE("PowerSGD: a factor column lost to a low-rank step comes back") {
+  auto errors = on_ranks(1, [](coral::communicator& comm) {
+    Compressor<double> c(comm.get(), kLayout, parse_compression("powersgd:2"), 3);
+    REQUIRE(c.factored_layers() == 2);
+    // Step 1: W0 of rank 1 and W1 zero, so orthonormalisation zeroes P columns (and so Q's).
+    std::vector<double> g(kLayout.nparams, 0.0);
+    low_rank(g.data() + kLayout.offset[0], 20, 30, 1, 21);
+    c.reduce(g.data());
+    // Step 2: both of rank 2, which R = 2 carries exactly only with every column alive again.
+    std::fill(g.begin(), g.end(), 0.0);
+    low_rank(g.data() + kLayout.offset[0], 20, 30, 2, 31);
+    low_rank(g.data() + kLayout.offset[1], 30, 4, 2, 41);
+    const std::vector<double> in = g;
+    c.reduce(g.data());
+    CHECK(max_abs_diff(g, in) < 1e-12);
+  });
+  CHECK(errors[0] == "");
 }

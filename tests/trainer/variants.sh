@@ -35,6 +35,11 @@ max=$(sed -n 's/.*staleness of .*max \([0-9]*\).*/\1/p' "$tmp/ssp.log")
 [ -n "$max" ] && [ "$max" -le 2 ] && ok "--max-staleness 0 keeps staleness at most 2 (max $max)" \
   || bad "--max-staleness 0: max staleness '$max'"
 
+# Global batch 2 over 3 workers: one worker's part is always empty. Its pushes are no updates.
+"$run" -n 4 --timeout 60 "$train" --mode ps --servers 1 --batch 2 --epochs 1 --steps 20 --log-every 1000 \
+  >"$tmp/empty.log" 2>&1 && grep -q "staleness of 40 applied gradients" "$tmp/empty.log" \
+  && ok "empty parts: 40 of 60 pushes were updates" || bad "empty parts: $(final "$tmp/empty.log")"
+
 echo "== compression with error feedback"
 learns powersgd 90 --compress powersgd:4
 learns topk 85 --compress topk:0.01
