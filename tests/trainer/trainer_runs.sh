@@ -97,15 +97,6 @@ out=$(env -u CORAL_RANK -u RANK -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u SLURM_PRO
   && ok "coral-train run by hand trains on one rank" || bad "coral-train without a launcher: $out"
 
 echo "== bad input fails on every rank with a clear message, no hang"
-expect_fail() {  # expect_fail PATTERN ARGS...
-  local pat=$1
-  shift
-  local out
-  out=$("$run" -n 2 --timeout 60 "$train" "$@" 2>&1)
-  local rc=$?
-  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "$out" | grep -q -- "$pat"; then ok "$* -> $pat"
-  else bad "$* (rc $rc): expected '$pat'"; echo "$out" | tail -3; fi
-}
 expect_fail "/nonexistent/d.csv.gz: cannot open" --data /nonexistent/d.csv.gz
 expect_fail "/nonexistent/train-images-idx3-ubyte.gz" --dataset fashion-mnist --data /nonexistent
 expect_fail "batch must be at least 1" --batch 0
