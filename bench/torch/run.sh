@@ -43,11 +43,14 @@ mkdir -p "$out"
 rm -f "$out"/allreduce-P*.csv "$out"/ddp-P*.csv
 
 free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Ranks are pinned, round-robin over the CPUs, also when there are more ranks than CPUs (P=4 on
+# 2): unpinned, the kernel's placement drifts between the two backends' phases, and the 8-byte
+# times of both move by 2-3x with it (coral 46-130 us at P=4 in the same session).
 job() {  # P SCRIPT ARGS...: one coral-run job, its own torch rendezvous port
   local p=$1 script=$2
   shift 2
   MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) \
-    "$run" -n "$p" --timeout "$limit" --no-prefix "$py" "bench/torch/$script" "$@"
+    "$run" -n "$p" --bind-to core --timeout "$limit" --no-prefix "$py" "bench/torch/$script" "$@"
 }
 
 start=$(date -u '+%Y-%m-%d %H:%M UTC')
