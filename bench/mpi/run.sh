@@ -33,21 +33,24 @@ if command -v mpicc.mpich >/dev/null && [ -f "$build/src/compat/mpi/libcoral_mpi
 fi
 cfgs+=(coral-bench)
 echo "configurations: ${cfgs[*]}; sizes: ${sizes[*]}; repetitions: $reps" >&2
-ompi=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none -np)
+# Every configuration pins its ranks to CPUs round-robin, also when there are more ranks than
+# CPUs (P=4 on 2): unpinned, the kernel's placement moved single sizes by up to 2x between
+# runs of the same configuration.
+ompi=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to core:overload-allowed -np)
 # One run -> lines "bytes avg_us" on stdout.
 run_one() {
   local cfg=$1 p=$2
   case $cfg in
     ompi) "${ompi[@]}" "$p" "$tmp/osu_ompi" "${sizes[@]}" ;;
     ompi+coral) "${ompi[@]}" "$p" "$wrap" "$tmp/osu_ompi" "${sizes[@]}" ;;
-    mpich) mpirun.mpich -np "$p" "$tmp/osu_mpich" "${sizes[@]}" ;;
-    mpich+coral) mpirun.mpich -np "$p" "$wrap" "$tmp/osu_mpich" "${sizes[@]}" ;;
+    mpich) mpirun.mpich -bind-to core -np "$p" "$tmp/osu_mpich" "${sizes[@]}" ;;
+    mpich+coral) mpirun.mpich -bind-to core -np "$p" "$wrap" "$tmp/osu_mpich" "${sizes[@]}" ;;
     coral-bench)
       # Its sizes are a geometric series and its iteration count fixed: 8 B alone, then 16 B x4
       # up to 1 MiB and 4 MiB x4 up to the largest, each with enough calls to time.
       for range in "-b 8 -e 8 -w 100 -n 5000" "-b 16 -e 1M -f 4 -w 20 -n 500" "-b 4M -e $max -f 4 -w 3 -n 10"; do
         # shellcheck disable=SC2086
-        "$build/tools/coral-run/coral-run" -n "$p" --no-prefix "$build/bench/coral-bench" -t allreduce \
+        "$build/tools/coral-run/coral-run" -n "$p" --bind-to core --no-prefix "$build/bench/coral-bench" -t allreduce \
           -d float -o sum -a 1 --csv $range | awk -F, '$1 ~ /^[0-9]+$/ {print $1, $6}'
       done ;;
   esac | awk '$1 ~ /^[0-9]+$/ {print $1, $2}'
