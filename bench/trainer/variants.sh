@@ -26,6 +26,7 @@ modes=(
   "sync|"
   "staleness 1|--staleness 1"
   "bf16 gradients|--grad-comm bf16"
+  "fp16 gradients|--grad-comm fp16"
   "powersgd:4|--compress powersgd:4"
   "powersgd:1|--compress powersgd:1"
   "topk:0.01|--compress topk:0.01"
