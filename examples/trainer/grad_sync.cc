@@ -4,10 +4,66 @@
 
 #include <chrono>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/cpu/half.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace trainer {
+namespace {
+
+namespace k = coral::kernels;
+
+#if defined(__x86_64__)
+// The F16C instructions round exactly as k::float_to_half does (and widen as k::half_to_float),
+// and are several times faster on gradients, whose many tiny values take the portable
+// conversion's subnormal branch: --grad-comm fp16 ran at half bf16's speed without them.
+__attribute__((target("avx,f16c"))) void pack_f16c(const float* g, uint16_t* w, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(w + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(g + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; i++) w[i] = k::float_to_half(g[i]);
+}
+__attribute__((target("avx,f16c"))) void unpack_f16c(const uint16_t* w, float* g, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(g + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i))));
+  for (; i < n; i++) g[i] = k::half_to_float(w[i]);
+}
+const bool kF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
+
+template <class T>
+void pack16(const T* g, uint16_t* w, size_t n, Wire wire) {
+  if (wire == Wire::Bf16) {
+    for (size_t i = 0; i < n; i++) w[i] = k::float_to_bf16(static_cast<float>(g[i]));
+    return;
+  }
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<T, float>)
+    if (kF16c) return pack_f16c(g, w, n);
+#endif
+  for (size_t i = 0; i < n; i++) w[i] = k::float_to_half(static_cast<float>(g[i]));
+}
+
+template <class T>
+void unpack16(const uint16_t* w, T* g, size_t n, Wire wire) {
+  if (wire == Wire::Bf16) {
+    for (size_t i = 0; i < n; i++) g[i] = static_cast<T>(k::bf16_to_float(w[i]));
+    return;
+  }
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<T, float>)
+    if (kF16c) return unpack_f16c(w, g, n);
+#endif
+  for (size_t i = 0; i < n; i++) g[i] = static_cast<T>(k::half_to_float(w[i]));
+}
+
+}  // namespace
 
 Wire parse_wire(const std::string& s) {
   if (s == "same" || s == "fp32" || s == "fp64") return Wire::Same;
@@ -58,13 +114,7 @@ void GradSync<T>::begin(int slot, T* grad) {
 
 template <class T>
 void GradSync<T>::encode(Slot& s, const Bucket& b) {
-  uint16_t* w = s.wire.data() + b.begin;
-  const T* g = s.grad + b.begin;
-  bool bf = wire_ == Wire::Bf16;
-  for (size_t i = 0; i < b.end - b.begin; i++) {
-    float f = static_cast<float>(g[i]);
-    w[i] = bf ? coral::kernels::float_to_bf16(f) : coral::kernels::float_to_half(f);
-  }
+  pack16(s.grad + b.begin, s.wire.data() + b.begin, b.end - b.begin, wire_);
 }
 
 template <class T>
@@ -121,10 +171,7 @@ void GradSync<T>::wait(int slot) {
   wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   coral::check(first, comm_);
   if (wire_ == Wire::Same) return;
-  bool bf = wire_ == Wire::Bf16;
-  for (size_t i = 0; i < s.wire.size(); i++)
-    s.grad[i] =
-        static_cast<T>(bf ? coral::kernels::bf16_to_float(s.wire[i]) : coral::kernels::half_to_float(s.wire[i]));
+  unpack16(s.wire.data(), s.grad, s.wire.size(), wire_);
 }
 
 template <class T>
