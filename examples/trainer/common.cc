@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 #include <stdexcept>
 
 namespace trainer {
@@ -81,6 +82,36 @@ void evaluate(Mlp<T>& model, const T* params, const Dataset& d, coral::communica
   *acc = sums[2] > 0 ? sums[1] / sums[2] : 0;
 }
 
+std::string dims_text(const Layout& l) {
+  std::string text;
+  // fmt, not string + to_string: GCC 12 warns falsely on that (-Wrestrict, GCC bug 105329).
+  for (int d : l.dims) text += fmt::format("{}{}", text.empty() ? "" : "-", d);
+  return text;
+}
+
+template <class T>
+void gather(const Dataset& d, const std::vector<uint32_t>& idx, std::vector<T>* x, std::vector<int32_t>* y) {
+  x->resize(idx.size() * static_cast<size_t>(d.dim));
+  y->resize(idx.size());
+  for (size_t i = 0; i < idx.size(); i++) {
+    const float* src = d.x.data() + static_cast<size_t>(idx[i]) * d.dim;
+    std::copy(src, src + d.dim, x->data() + i * d.dim);
+    (*y)[i] = d.y[idx[i]];
+  }
+}
+
+template <class T>
+void dump_params(const std::string& path, const std::vector<T>& params) {
+  std::vector<double> p(params.begin(), params.end());
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(double)));
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path));
+}
+
+template void gather(const Dataset&, const std::vector<uint32_t>&, std::vector<float>*, std::vector<int32_t>*);
+template void gather(const Dataset&, const std::vector<uint32_t>&, std::vector<double>*, std::vector<int32_t>*);
+template void dump_params(const std::string&, const std::vector<float>&);
+template void dump_params(const std::string&, const std::vector<double>&);
 template void evaluate(Mlp<float>&, const float*, const Dataset&, coral::communicator&, double*, double*);
 template void evaluate(Mlp<double>&, const double*, const Dataset&, coral::communicator&, double*, double*);
 

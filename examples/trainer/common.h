@@ -2,7 +2,9 @@
 #pragma once
 #include <coral/coral.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "data.h"
@@ -24,6 +26,20 @@ void evaluate(Mlp<T>& model, const T* params, const Dataset& test, coral::commun
               double* acc);
 
 uint64_t fnv1a(const void* p, size_t n);
+
+using Clock = std::chrono::steady_clock;
+inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// "784-256-256-10", for the start line.
+std::string dims_text(const Layout& l);
+
+// The rows idx of the training set, as a batch: x (rows x dim) and y.
+template <class T>
+void gather(const Dataset& d, const std::vector<uint32_t>& idx, std::vector<T>* x, std::vector<int32_t>* y);
+
+// --dump-params: the parameters as raw float64.
+template <class T>
+void dump_params(const std::string& path, const std::vector<T>& params);
 
 // --mode ps (ps.cc).
 template <class T>

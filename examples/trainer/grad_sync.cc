@@ -74,7 +74,7 @@ Wire parse_wire(const std::string& s) {
 
 template <class T>
 GradSync<T>::GradSync(coralComm_t comm, const Layout& layout, size_t bucket_bytes, Wire wire, int slots)
-    : comm_(comm), wire_(wire), slots_(static_cast<size_t>(slots)), layout_(layout) {
+    : comm_(comm), wire_(wire), slots_(static_cast<size_t>(slots)), nparams_(layout.nparams) {
   // Walk layers in the order backward finishes them (last first = increasing flat offset).
   size_t elem = wire == Wire::Same ? sizeof(T) : 2;
   for (int l = layout.layers() - 1; l >= 0; l--) {
@@ -91,17 +91,17 @@ GradSync<T>::GradSync(coralComm_t comm, const Layout& layout, size_t bucket_byte
 }
 
 template <class T>
-void GradSync<T>::compress(const Compression& c, uint64_t seed) {
+void GradSync<T>::compress(const Compression& c, const Layout& layout, uint64_t seed) {
   if (c.kind == Compression::None) return;
   if (wire_ != Wire::Same) throw std::invalid_argument("--compress cannot be combined with --grad-comm bf16/fp16");
-  comp_ = std::make_unique<Compressor<T>>(comm_, layout_, c, seed);
+  comp_ = std::make_unique<Compressor<T>>(comm_, layout, c, seed);
   blocking_ = true;
 }
 
 template <class T>
 size_t GradSync<T>::bytes_per_step() const {
   if (comp_) return comp_->bytes_per_step();
-  return layout_.nparams * (wire_ == Wire::Same ? sizeof(T) : 2);
+  return nparams_ * (wire_ == Wire::Same ? sizeof(T) : 2);
 }
 
 template <class T>

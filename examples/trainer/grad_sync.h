@@ -32,7 +32,7 @@ class GradSync {
   bool blocking() const { return blocking_; }
   // --compress: wait() sends the compressed gradient (blocking, after backward) instead of
   // all-reducing buckets.
-  void compress(const Compression& c, uint64_t seed);
+  void compress(const Compression& c, const Layout& layout, uint64_t seed);
   // Bytes this rank puts into collectives per step.
   size_t bytes_per_step() const;
 
@@ -66,7 +66,7 @@ class GradSync {
   std::vector<Slot> slots_;
   double wait_s_ = 0;
   bool blocking_ = false;
-  Layout layout_;
+  size_t nparams_;
   std::unique_ptr<Compressor<T>> comp_;
 };
 

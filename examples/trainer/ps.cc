@@ -19,8 +19,6 @@
 namespace trainer {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 constexpr size_t kHeader = 16;
 
 template <class T>
@@ -34,10 +32,11 @@ class PsRun {
   size_t lo(int s) const { return n_ * static_cast<size_t>(s) / static_cast<size_t>(servers_); }
   size_t len(int s) const { return lo(s + 1) - lo(s); }
   size_t msg_bytes(int s) const { return kHeader + len(s) * sizeof(T); }
+  // What a worker pushes per step, headers included (and pulls as much back).
+  size_t bytes_per_step() const { return n_ * sizeof(T) + kHeader * static_cast<size_t>(servers_); }
   void serve(int64_t steps);
-  void work(size_t first, size_t end);
+  void work(size_t steps);
   void finish_epoch();
-  static void check(coralResult_t rc, coralComm_t c) { coral::check(rc, c); }
 
   const Config& cfg_;
   coral::communicator& comm_;
@@ -81,16 +80,10 @@ PsRun<T>::PsRun(const Config& cfg, coral::communicator& comm)
     throw std::invalid_argument(
         fmt::format("--mode ps --servers {} needs more than {} ranks: at least one worker", cfg.servers, cfg.servers));
   if (static_cast<size_t>(servers_) > n_) throw std::invalid_argument("--servers is larger than the model");
-  if (server()) {
-    in_.assign(static_cast<size_t>(workers_), std::vector<unsigned char>(msg_bytes(rank_)));
-    out_.assign(static_cast<size_t>(workers_), std::vector<unsigned char>(msg_bytes(rank_)));
-  } else {
-    in_.assign(static_cast<size_t>(servers_), {});
-    out_.assign(static_cast<size_t>(servers_), {});
-    for (int s = 0; s < servers_; s++) {
-      in_[static_cast<size_t>(s)].resize(msg_bytes(s));
-      out_[static_cast<size_t>(s)].resize(msg_bytes(s));
-    }
+  // A server's buffers all hold its own shard; a worker's one per server.
+  for (int peer = 0; peer < (server() ? workers_ : servers_); peer++) {
+    in_.emplace_back(msg_bytes(server() ? rank_ : peer));
+    out_.emplace_back(msg_bytes(server() ? rank_ : peer));
   }
 }
 
@@ -105,7 +98,7 @@ void PsRun<T>::serve(int64_t steps) {
   std::vector<bool> owed(W, false);
   coralComm_t c = comm_.get();
   auto post = [&](size_t w) {
-    check(coralIRecv(in_[w].data(), in_[w].size(), coralUint8, servers_ + static_cast<int>(w), c, &recv[w]), c);
+    coral::check(coralIRecv(in_[w].data(), in_[w].size(), coralUint8, servers_ + static_cast<int>(w), c, &recv[w]), c);
   };
   for (size_t w = 0; w < W; w++)
     if (left[w] > 0) post(w);
@@ -116,7 +109,7 @@ void PsRun<T>::serve(int64_t steps) {
       if (!recv[w]) continue;
       busy = true;
       int done = 0;
-      check(coralTest(recv[w], &done), c);
+      coral::check(coralTest(recv[w], &done), c);
       if (!done) continue;
       recv[w] = nullptr;
       int64_t head[2];
@@ -131,11 +124,12 @@ void PsRun<T>::serve(int64_t steps) {
       if (!owed[w]) continue;
       busy = true;
       if (!book_.may_reply(static_cast<int>(w))) continue;
-      if (send[w]) check(coralWait(send[w]), c);
+      if (send[w]) coral::check(coralWait(send[w]), c);
       const int64_t head[2] = {book_.version(), 0};
       std::memcpy(out_[w].data(), head, sizeof head);
       std::memcpy(out_[w].data() + kHeader, shard, L * sizeof(T));
-      check(coralISend(out_[w].data(), out_[w].size(), coralUint8, servers_ + static_cast<int>(w), c, &send[w]), c);
+      coral::check(coralISend(out_[w].data(), out_[w].size(), coralUint8, servers_ + static_cast<int>(w), c, &send[w]),
+                   c);
       owed[w] = false;
       moved = true;
     }
@@ -145,26 +139,20 @@ void PsRun<T>::serve(int64_t steps) {
     if (idle > 2) std::this_thread::sleep_for(std::chrono::microseconds(10 * idle));
   }
   for (coralRequest_t r : send)
-    if (r) check(coralWait(r), c);
+    if (r) coral::check(coralWait(r), c);
 }
 
-// Batches [first, end) of the epoch: compute, push to every server, wait for the replies.
+// The epoch's first `steps` batches: compute, push to every server, wait for the replies.
 template <class T>
-void PsRun<T>::work(size_t first, size_t end) {
+void PsRun<T>::work(size_t steps) {
   const int me = rank_ - servers_;
   coralComm_t c = comm_.get();
   std::vector<T> x;
   std::vector<int32_t> y;
   std::vector<coralRequest_t> reqs;
-  for (size_t step = first; step < end; step++) {
+  for (size_t step = 0; step < steps; step++) {
     const std::vector<uint32_t> idx = sampler_.shard(step, me, workers_);
-    const Dataset& d = data_.train;
-    x.resize(idx.size() * static_cast<size_t>(d.dim));
-    y.resize(idx.size());
-    for (size_t i = 0; i < idx.size(); i++) {
-      std::copy_n(d.x.data() + static_cast<size_t>(idx[i]) * d.dim, d.dim, x.data() + i * d.dim);
-      y[i] = d.y[idx[i]];
-    }
+    gather(data_.train, idx, &x, &y);
     const T scale = T(1) / static_cast<T>(std::max<size_t>(idx.size(), 1));  // each push is one mean
     loss_ += model_.loss_grad(params_.data(), x.data(), y.data(), static_cast<int>(idx.size()), scale, grad_.data());
     samples_ += static_cast<double>(idx.size());
@@ -175,16 +163,16 @@ void PsRun<T>::work(size_t first, size_t end) {
       const int64_t head[2] = {seen_[static_cast<size_t>(s)], static_cast<int64_t>(idx.size())};
       std::memcpy(out.data(), head, sizeof head);
       std::memcpy(out.data() + kHeader, grad_.data() + lo(s), len(s) * sizeof(T));
-      check(coralISend(out.data(), out.size(), coralUint8, s, c, &reqs[2 * static_cast<size_t>(s)]), c);
+      coral::check(coralISend(out.data(), out.size(), coralUint8, s, c, &reqs[2 * static_cast<size_t>(s)]), c);
       std::vector<unsigned char>& in = in_[static_cast<size_t>(s)];
-      check(coralIRecv(in.data(), in.size(), coralUint8, s, c, &reqs[2 * static_cast<size_t>(s) + 1]), c);
+      coral::check(coralIRecv(in.data(), in.size(), coralUint8, s, c, &reqs[2 * static_cast<size_t>(s) + 1]), c);
     }
     coralResult_t first_rc = coralSuccess;
     for (coralRequest_t r : reqs) {
       coralResult_t rc = coralWait(r);
       if (first_rc == coralSuccess) first_rc = rc;
     }
-    check(first_rc, c);
+    coral::check(first_rc, c);
     for (int s = 0; s < servers_; s++) {
       const std::vector<unsigned char>& in = in_[static_cast<size_t>(s)];
       std::memcpy(&seen_[static_cast<size_t>(s)], in.data(), sizeof(int64_t));
@@ -217,15 +205,12 @@ void PsRun<T>::finish_epoch() {
 
 template <class T>
 Result PsRun<T>::run() {
-  const Layout& l = model_.layout();
-  std::string widths;
-  for (int d : l.dims) widths += fmt::format("{}{}", widths.empty() ? "" : "-", d);
   report_.line(fmt::format(
       "coral-train: {} ({} train / {} test), model {} ({} parameters, {}), parameter servers: {} server{} and {} "
       "worker{}, global batch {} ({} per worker push), {} lr {:g}, staleness bound {}",
-      data_.name, data_.train.size(), data_.test.size(), widths, n_, sizeof(T) == 8 ? "float64" : "float32", servers_,
-      servers_ == 1 ? "" : "s", workers_, workers_ == 1 ? "" : "s", cfg_.batch, worker_batch_,
-      cfg_.optim.kind == OptimKind::Adam ? "adam" : "sgd", cfg_.optim.lr,
+      data_.name, data_.train.size(), data_.test.size(), dims_text(model_.layout()), n_,
+      sizeof(T) == 8 ? "float64" : "float32", servers_, servers_ == 1 ? "" : "s", workers_, workers_ == 1 ? "" : "s",
+      cfg_.batch, worker_batch_, cfg_.optim.kind == OptimKind::Adam ? "adam" : "sgd", cfg_.optim.lr,
       cfg_.max_staleness < 0 ? std::string("none") : std::to_string(cfg_.max_staleness)));
   if (rank_ == 0) model_.init(params_.data(), cfg_.seed);
   comm_.broadcast(std::span<T>(params_), 0);
@@ -242,11 +227,11 @@ Result PsRun<T>::run() {
     if (server())
       serve(steps);
     else
-      work(0, static_cast<size_t>(steps));
+      work(static_cast<size_t>(steps));
     const double seconds = since(t0);
     train_s += seconds;
     gstep += steps;
-    double sums[4] = {loss_ - loss0, samples_ - samples0, wait_s_ - wait0, 0};
+    double sums[3] = {loss_ - loss0, samples_ - samples0, wait_s_ - wait0};
     comm_.all_reduce(std::span<double>(sums));
     double slowest[1] = {seconds};
     comm_.all_reduce(std::span<double>(slowest), coralMax);
@@ -255,7 +240,7 @@ Result PsRun<T>::run() {
                   100 * sums[2] / workers_ / slowest[0]});
     evaluate(model_, params_.data(), data_.test, comm_, &r.test_loss, &r.test_accuracy);
     report_.epoch(epoch, r.test_loss, r.test_accuracy, seconds, train_s,
-                  static_cast<double>(gstep) * static_cast<double>(n_ * sizeof(T) + kHeader * servers_));
+                  static_cast<double>(gstep) * static_cast<double>(bytes_per_step()));
     r.steps = gstep;
   }
   // Staleness over every applied gradient of every server.
@@ -269,19 +254,14 @@ Result PsRun<T>::run() {
   r.seconds = totals[2];
   r.samples_per_s = r.seconds > 0 ? totals[0] / r.seconds : 0;
   r.comm_wait_pct = r.seconds > 0 ? 100 * totals[1] / workers_ / r.seconds : 0;
-  r.bytes_per_step = static_cast<double>(n_ * sizeof(T) + kHeader * static_cast<size_t>(servers_));
+  r.bytes_per_step = static_cast<double>(bytes_per_step());
   report_.line(fmt::format(
       "final: test accuracy {:.2f}% test loss {:.4f} after {} steps; {:.1f} s training, {:.0f} samples/s, workers "
       "waited {:.1f}% for servers, {:.1f} KiB sent/step (and as much pulled); staleness of {} applied gradients: "
       "mean {:.2f}, max {}",
       100 * r.test_accuracy, r.test_loss, r.steps, r.seconds, r.samples_per_s, r.comm_wait_pct, r.bytes_per_step / 1024,
       st[0], st[0] > 0 ? static_cast<double>(st[1]) / static_cast<double>(st[0]) : 0.0, worst[0]));
-  if (rank_ == 0 && !cfg_.dump_params.empty()) {
-    std::vector<double> p(params_.begin(), params_.end());
-    std::FILE* f = std::fopen(cfg_.dump_params.c_str(), "wb");
-    if (!f || std::fwrite(p.data(), sizeof(double), p.size(), f) != p.size() || std::fclose(f) != 0)
-      throw std::runtime_error(fmt::format("cannot write {}", cfg_.dump_params));
-  }
+  if (rank_ == 0 && !cfg_.dump_params.empty()) dump_params(cfg_.dump_params, params_);
   report_.finish();
   return r;
 }

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <stdexcept>
 
@@ -20,9 +19,6 @@
 
 namespace trainer {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 template <class T>
 class Loop {
@@ -48,7 +44,7 @@ class Loop {
     // One bucket starts only when backward has ended: there is nothing to overlap, and handing
     // it to the progress thread costs two wake-ups a step.
     sync_.set_blocking(cfg.staleness == 0 && (!cfg.overlap || sync_.buckets() == 1));
-    sync_.compress(cfg.compress, cfg.seed);
+    sync_.compress(cfg.compress, model_.layout(), cfg.seed);
   }
 
   Result run();
@@ -63,7 +59,6 @@ class Loop {
   void log(int64_t epoch, size_t s, int64_t gstep);
   void rebalance(int64_t gstep);
   void check_replicas(const char* when);
-  void gather(const std::vector<uint32_t>& idx);
   int64_t recover(const coral::error& why, int64_t gstep);
   bool fails_here(int64_t gstep) const;
 
@@ -104,9 +99,6 @@ class Loop {
 template <class T>
 void Loop<T>::start() {
   const Layout& l = model_.layout();
-  std::string widths;
-  // fmt, not string + to_string: GCC 12 warns falsely on that (-Wrestrict, GCC bug 105329).
-  for (int d : l.dims) widths += fmt::format("{}{}", widths.empty() ? "" : "-", d);
   std::string extras;
   if (cfg_.staleness) extras += fmt::format(", staleness {}", cfg_.staleness);
   if (cfg_.compress.kind != Compression::None) extras += ", compress " + to_string(cfg_.compress);
@@ -115,8 +107,9 @@ void Loop<T>::start() {
   report_.line(fmt::format(
       "coral-train: {} ({} train / {} test), model {} ({} parameters, {}), {} rank{}, global batch "
       "{}, {} lr {:g} (scaled to {:g}), {} bucket{}, overlap {}, grad comm {}{}",
-      data_.name, data_.train.size(), data_.test.size(), widths, l.nparams, sizeof(T) == 8 ? "float64" : "float32",
-      size_, size_ == 1 ? "" : "s", cfg_.batch, cfg_.optim.kind == OptimKind::Adam ? "adam" : "sgd", cfg_.optim.lr,
+      data_.name, data_.train.size(), data_.test.size(), dims_text(l), l.nparams,
+      sizeof(T) == 8 ? "float64" : "float32", size_, size_ == 1 ? "" : "s", cfg_.batch,
+      cfg_.optim.kind == OptimKind::Adam ? "adam" : "sgd", cfg_.optim.lr,
       learning_rate(cfg_.optim, cfg_.optim.warmup, cfg_.batch), sync_.buckets(), sync_.buckets() == 1 ? "" : "s",
       cfg_.overlap && !sync_.blocking()      ? "on"
       : sync_.buckets() == 1 && cfg_.overlap ? "off (one bucket)"
@@ -186,18 +179,6 @@ void Loop<T>::save(int64_t gstep) {
   save_checkpoint(cfg_.checkpoint, c);
 }
 
-template <class T>
-void Loop<T>::gather(const std::vector<uint32_t>& idx) {
-  const Dataset& d = data_.train;
-  xb_.resize(idx.size() * static_cast<size_t>(d.dim));
-  yb_.resize(idx.size());
-  for (size_t i = 0; i < idx.size(); i++) {
-    const float* src = d.x.data() + static_cast<size_t>(idx[i]) * d.dim;
-    std::copy(src, src + d.dim, xb_.data() + i * d.dim);
-    yb_[i] = d.y[idx[i]];
-  }
-}
-
 // Applies the averaged gradient of step gstep (waiting for its all-reduce).
 template <class T>
 void Loop<T>::apply(int64_t gstep) {
@@ -258,7 +239,7 @@ template <class T>
 void Loop<T>::step(int64_t gstep, size_t s) {
   const auto t0 = Clock::now();
   std::vector<uint32_t> idx = sampler_.shard(s, rank_, size_);
-  gather(idx);
+  gather(data_.train, idx, &xb_, &yb_);
   int slot = static_cast<int>(gstep % (cfg_.staleness + 1));
   T* g = grads_[static_cast<size_t>(slot)].data();
   sync_.begin(slot, g);
@@ -384,9 +365,8 @@ Result Loop<T>::run() {
       }
     }
   }
-  if (evaluated != gstep)
-    evaluate(model_, params_.data(), data_.test, comm_, &r.test_loss,
-             &r.test_accuracy);  // a loss cut the last one short
+  // A loss cut the last evaluation short.
+  if (evaluated != gstep) evaluate(model_, params_.data(), data_.test, comm_, &r.test_loss, &r.test_accuracy);
   r.steps = gstep - start_step_;
   r.seconds = train_s_;
   r.samples_per_s = train_s_ > 0 ? static_cast<double>(samples_) / train_s_ : 0;
@@ -399,12 +379,7 @@ Result Loop<T>::run() {
                   "samples/s, comm wait {:.1f}% (network {:.1f}%, slower ranks {:.1f}%), {:.1f} KiB sent/step",
                   100 * r.test_accuracy, r.test_loss, gstep, r.seconds, r.samples_per_s, r.comm_wait_pct,
                   r.network_wait_pct, std::max(0.0, r.comm_wait_pct - r.network_wait_pct), r.bytes_per_step / 1024));
-  if (rank_ == 0 && !cfg_.dump_params.empty()) {
-    std::vector<double> p(params_.begin(), params_.end());
-    std::ofstream out(cfg_.dump_params, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(double)));
-    if (!out) throw std::runtime_error(fmt::format("cannot write {}", cfg_.dump_params));
-  }
+  if (rank_ == 0 && !cfg_.dump_params.empty()) dump_params(cfg_.dump_params, params_);
   report_.finish();
   return r;
 }
