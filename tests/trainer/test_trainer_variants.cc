@@ -5,13 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "balance.h"
+#include "common/thread_ranks.h"
 #include "compress.h"
 #include "ps.h"
 #include "sampler.h"
@@ -20,23 +19,8 @@ using namespace trainer;
 
 namespace {
 
-// Runs f(comm) on p ranks, one thread each; returns the error text of each rank ("" if none).
-std::vector<std::string> on_ranks(int p, const std::function<void(coral::communicator&)>& f) {
-  coralUniqueId id = coral::communicator::unique_id();
-  std::vector<std::string> errors(static_cast<size_t>(p));
-  std::vector<std::thread> ts;
-  for (int r = 0; r < p; r++)
-    ts.emplace_back([&, r] {
-      try {
-        coral::communicator comm(p, id, r);
-        f(comm);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-      }
-    });
-  for (auto& t : ts) t.join();
-  return errors;
-}
+// One rank on the test's own thread, so assertions stay on Catch's thread.
+coral::communicator one_rank() { return coral::communicator(1, coral::communicator::unique_id(), 0); }
 
 std::vector<double> random_vector(size_t n, unsigned seed) {
   std::mt19937 gen(seed);
@@ -95,45 +79,41 @@ TEST_CASE("orthonormalize gives orthonormal columns and zeroes dependent ones") 
 }
 
 TEST_CASE("PowerSGD: a matrix of rank at most R comes back exactly, with no residual") {
-  auto errors = on_ranks(1, [](coral::communicator& comm) {
-    Compressor<double> c(comm.get(), kLayout, parse_compression("powersgd:4"), 1);
-    REQUIRE(c.factored_layers() == 1);
-    std::vector<double> g = random_vector(kLayout.nparams, 3);
-    low_rank(g.data() + kLayout.offset[0], 20, 30, 3, 11);
-    const std::vector<double> in = g;
-    c.reduce(g.data());
-    CHECK(max_abs_diff(g, in) < 1e-12);
-    double res = 0;
-    for (double e : c.residual()) res = std::max(res, std::abs(e));
-    CHECK(res < 1e-12);
-    // Factors are smaller than the matrix: (20 + 30) * 4 against 600, plus the dense rest.
-    CHECK(c.bytes_per_step() == (20 * 4 + 30 * 4 + 30 + 30 * 4 + 4) * sizeof(double));
-  });
-  CHECK(errors[0] == "");
+  coral::communicator comm = one_rank();
+  Compressor<double> c(comm.get(), kLayout, parse_compression("powersgd:4"), 1);
+  REQUIRE(c.factored_layers() == 1);
+  std::vector<double> g = random_vector(kLayout.nparams, 3);
+  low_rank(g.data() + kLayout.offset[0], 20, 30, 3, 11);
+  const std::vector<double> in = g;
+  c.reduce(g.data());
+  CHECK(max_abs_diff(g, in) < 1e-12);
+  double res = 0;
+  for (double e : c.residual()) res = std::max(res, std::abs(e));
+  CHECK(res < 1e-12);
+  // Factors are smaller than the matrix: (20 + 30) * 4 against 600, plus the dense rest.
+  CHECK(c.bytes_per_step() == (20 * 4 + 30 * 4 + 30 + 30 * 4 + 4) * sizeof(double));
 }
 
 TEST_CASE("error feedback: what goes out plus the new residual equals what came in plus the old") {
+  coral::communicator comm = one_rank();
   for (const char* spec : {"powersgd:1", "topk:0.05"}) {
-    auto errors = on_ranks(1, [spec](coral::communicator& comm) {
-      Compressor<double> c(comm.get(), kLayout, parse_compression(spec), 1);
-      std::vector<double> old_res(kLayout.nparams, 0.0);
-      double first_residual = 0;
-      for (unsigned step = 0; step < 4; step++) {
-        std::vector<double> g = random_vector(kLayout.nparams, 100 + step);
-        const std::vector<double> in = g;
-        c.reduce(g.data());
-        double worst = 0;
-        for (size_t i = 0; i < g.size(); i++)
-          worst = std::max(worst, std::abs(g[i] + c.residual()[i] - in[i] - old_res[i]));
-        INFO(spec << " step " << step);
-        CHECK(worst < 1e-12);
-        old_res = c.residual();
-        if (step == 0)
-          for (double e : old_res) first_residual = std::max(first_residual, std::abs(e));
-      }
-      CHECK(first_residual > 0.1);  // a full-rank gradient does not fit: the residual is real
-    });
-    CHECK(errors[0] == "");
+    Compressor<double> c(comm.get(), kLayout, parse_compression(spec), 1);
+    std::vector<double> old_res(kLayout.nparams, 0.0);
+    double first_residual = 0;
+    for (unsigned step = 0; step < 4; step++) {
+      std::vector<double> g = random_vector(kLayout.nparams, 100 + step);
+      const std::vector<double> in = g;
+      c.reduce(g.data());
+      double worst = 0;
+      for (size_t i = 0; i < g.size(); i++)
+        worst = std::max(worst, std::abs(g[i] + c.residual()[i] - in[i] - old_res[i]));
+      INFO(spec << " step " << step);
+      CHECK(worst < 1e-12);
+      old_res = c.residual();
+      if (step == 0)
+        for (double e : old_res) first_residual = std::max(first_residual, std::abs(e));
+    }
+    CHECK(first_residual > 0.1);  // a full-rank gradient does not fit: the residual is real
   }
 }
 
@@ -141,9 +121,9 @@ TEST_CASE("compressed sums agree on every rank; exact when the sum fits") {
   // PowerSGD R=2 on two rank-1 matrices, top-k on vectors with few non-zeros each.
   for (const char* spec : {"powersgd:2", "topk:0.1"}) {
     std::vector<std::vector<double>> out(2), ins(2);
-    auto errors = on_ranks(2, [&](coral::communicator& comm) {
-      const size_t r = static_cast<size_t>(comm.rank());
-      Compressor<double> c(comm.get(), kLayout, parse_compression(spec), 5);
+    const std::string error = on_ranks(2, [&](int rank, coralComm_t comm) {
+      const size_t r = static_cast<size_t>(rank);
+      Compressor<double> c(comm, kLayout, parse_compression(spec), 5);
       std::vector<double> g(kLayout.nparams, 0.0);
       if (std::string(spec).starts_with("powersgd")) {
         g = random_vector(kLayout.nparams, 40 + static_cast<unsigned>(r));
@@ -153,12 +133,16 @@ TEST_CASE("compressed sums agree on every rank; exact when the sum fits") {
         for (size_t i = r; i < g.size(); i += 17) g[i] = static_cast<double>(i % 13) - 6.5;
       }
       ins[r] = g;
-      c.reduce(g.data());
+      try {
+        c.reduce(g.data());
+      } catch (const std::exception& e) {
+        return std::string(e.what());
+      }
       out[r] = g;
+      return std::string();
     });
     INFO(spec);
-    CHECK(errors[0] == "");
-    CHECK(errors[1] == "");
+    REQUIRE(error == "");
     CHECK(out[0] == out[1]);
     std::vector<double> sum(kLayout.nparams);
     for (size_t i = 0; i < sum.size(); i++) sum[i] = ins[0][i] + ins[1][i];
@@ -219,44 +203,40 @@ TEST_CASE("parameter-server book: staleness counts the updates since the pull; t
 
 TEST_CASE("top-k sends exactly the k largest entries, also when it ranks only a sample's candidates") {
   const Layout big({100, 100, 10});  // 11,110 entries: the threshold comes from every 2nd one
+  coral::communicator comm = one_rank();
   for (double f : {0.001, 0.01, 0.3}) {
-    auto errors = on_ranks(1, [&](coral::communicator& comm) {
-      Compressor<double> c(comm.get(), big, Compression{Compression::TopK, 0, f}, 1);
-      std::vector<double> g = random_vector(big.nparams, 9);
-      const std::vector<double> in = g;
-      c.reduce(g.data());
-      std::vector<double> mags;
-      for (double v : in) mags.push_back(std::abs(v));
-      std::sort(mags.begin(), mags.end(), std::greater<double>());
-      const size_t k = static_cast<size_t>(std::ceil(f * static_cast<double>(big.nparams)));
-      size_t sent = 0;
-      for (size_t i = 0; i < g.size(); i++)
-        if (g[i] != 0) {
-          sent++;
-          CHECK(std::abs(in[i]) >= mags[k - 1]);
-        }
-      CHECK(sent == k);
-    });
     INFO("F = " << f);
-    CHECK(errors[0] == "");
+    Compressor<double> c(comm.get(), big, Compression{Compression::TopK, 0, f}, 1);
+    std::vector<double> g = random_vector(big.nparams, 9);
+    const std::vector<double> in = g;
+    c.reduce(g.data());
+    std::vector<double> mags;
+    for (double v : in) mags.push_back(std::abs(v));
+    std::sort(mags.begin(), mags.end(), std::greater<double>());
+    const size_t k = static_cast<size_t>(std::ceil(f * static_cast<double>(big.nparams)));
+    size_t sent = 0;
+    for (size_t i = 0; i < g.size(); i++)
+      if (g[i] != 0) {
+        sent++;
+        CHECK(std::abs(in[i]) >= mags[k - 1]);
+      }
+    CHECK(sent == k);
   }
 }
 
 TEST_CASE("PowerSGD: a factor column lost to a low-rank step comes back") {
-  auto errors = on_ranks(1, [](coral::communicator& comm) {
-    Compressor<double> c(comm.get(), kLayout, parse_compression("powersgd:2"), 3);
-    REQUIRE(c.factored_layers() == 2);
-    // Step 1: W0 of rank 1 and W1 zero, so orthonormalisation zeroes P columns (and so Q's).
-    std::vector<double> g(kLayout.nparams, 0.0);
-    low_rank(g.data() + kLayout.offset[0], 20, 30, 1, 21);
-    c.reduce(g.data());
-    // Step 2: both of rank 2, which R = 2 carries exactly only with every column alive again.
-    std::fill(g.begin(), g.end(), 0.0);
-    low_rank(g.data() + kLayout.offset[0], 20, 30, 2, 31);
-    low_rank(g.data() + kLayout.offset[1], 30, 4, 2, 41);
-    const std::vector<double> in = g;
-    c.reduce(g.data());
-    CHECK(max_abs_diff(g, in) < 1e-12);
-  });
-  CHECK(errors[0] == "");
+  coral::communicator comm = one_rank();
+  Compressor<double> c(comm.get(), kLayout, parse_compression("powersgd:2"), 3);
+  REQUIRE(c.factored_layers() == 2);
+  // Step 1: W0 of rank 1 and W1 zero, so orthonormalisation zeroes P columns (and so Q's).
+  std::vector<double> g(kLayout.nparams, 0.0);
+  low_rank(g.data() + kLayout.offset[0], 20, 30, 1, 21);
+  c.reduce(g.data());
+  // Step 2: both of rank 2, which R = 2 carries exactly only with every column alive again.
+  std::fill(g.begin(), g.end(), 0.0);
+  low_rank(g.data() + kLayout.offset[0], 20, 30, 2, 31);
+  low_rank(g.data() + kLayout.offset[1], 30, 4, 2, 41);
+  const std::vector<double> in = g;
+  c.reduce(g.data());
+  CHECK(max_abs_diff(g, in) < 1e-12);
 }
