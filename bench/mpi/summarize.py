@@ -50,3 +50,21 @@ for p in sorted({k[1] for k in med}):
             if "coral-bench" in configs:
                 cells.append(f"{mine / ours:.2f}" if mine and ours else "-")
         print(f"| {p} | {human(b)} | " + " | ".join(cells) + " |")
+
+# overhead.csv: the interposer against coralAllReduce in one process (bench/mpi/overhead.c).
+if len(sys.argv) > 2:
+    pairs = defaultdict(list)
+    for row in csv.DictReader(open(sys.argv[2])):
+        pairs[(row["abi"], int(row["P"]), int(row["bytes"]))].append(float(row["ratio"]))
+    abis = [a for a in ("ompi", "mpich") if any(k[0] == a for k in pairs)]
+    if abis:
+        n = max(len(v) for v in pairs.values())
+        print(f"\nThe interposer against Coral's own API in the same process (overhead.c: MPI_Allreduce under "
+              f"coral-mpi / coralAllReduce, same buffers, paired rounds); median over {n} runs of each "
+              f"run's median ratio.\n")
+        print("| P | size | " + " | ".join(f"{a}+coral / direct" for a in abis) + " |")
+        print("|---" * (2 + len(abis)) + "|")
+        for p in sorted({k[1] for k in pairs}):
+            for b in sorted({k[2] for k in pairs if k[1] == p}):
+                cells = [f"{statistics.median(pairs[(a, p, b)]):.3f}" if (a, p, b) in pairs else "-" for a in abis]
+                print(f"| {p} | {human(b)} | " + " | ".join(cells) + " |")
