@@ -336,7 +336,10 @@ std::string get_string(const char* name) {
   if (k.type == Type::Choice) return canonical(k, v);
   if (k.type == Type::List) {
     std::string out;
-    for (const std::string& w : split(v, ',')) out += (out.empty() ? "" : ",") + canonical(k, w);
+    for (const std::string& w : split(v, ',')) {
+      if (!out.empty()) out += ',';
+      out += canonical(k, w);
+    }
     return out;
   }
   return v;
