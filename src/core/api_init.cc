@@ -99,6 +99,7 @@ coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUnique
     const std::string prefix = next_prefix(coral::bootstrap::wire::secret_to_hex(secret).substr(0, 16), rank);
     const std::string addr = uid.addr;
     auto create = [secret, addr, prefix, opt, nranks, rank] {
+      coral::Communicator::check_settings();
       const double timeout = opt.timeout_s > 0 ? opt.timeout_s : timeout_s();
       auto ms = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
       auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(addr), secret, ms);
@@ -119,6 +120,7 @@ coralResult_t coralCommInitEnv(coralComm_t* comm) {
     if (!comm) fail(coralInvalidArgument, "comm is NULL");
     *comm = nullptr;
     coral::bootstrap::LaunchEnv env = coral::bootstrap::read_launch_env();
+    coral::Communicator::check_settings();
     coral::bootstrap::Rendezvous rdv = coral::bootstrap::rendezvous_from_env(env, timeout_s());
     // The rendezvous file goes whether or not the communicator comes up: a failed start must not
     // leave it in /dev/shm.

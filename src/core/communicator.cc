@@ -61,6 +61,11 @@ uint64_t v_signature(const collectives::CollArgs& a) {
 
 }  // namespace
 
+void Communicator::check_settings() {
+  collectives::parse_overrides(config::Settings::from_env().algo);
+  kernels::active();
+}
+
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks,
                            double timeout_s)
     : store_(std::move(store)), prefix_(prefix), timeout_override_(timeout_s), rank_(rank), nranks_(nranks) {

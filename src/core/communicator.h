@@ -36,6 +36,10 @@ class Communicator {
   Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks,
                double timeout_s = 0);
   ~Communicator();
+  // The checks of this process's settings the constructor makes, without it: a caller runs
+  // them before it connects to the store, so that a setting every rank rejects fails every
+  // rank at once (the first to fail would otherwise close the store on ranks still joining).
+  static void check_settings();
 
   // coralCommSplit in two parts: the exchange of colors and keys, collective over this
   // communicator (nothing for CORAL_SPLIT_NOCOLOR), then the child's creation, collective over

@@ -178,3 +178,39 @@ TEST_CASE("a rank that skips an all-reduce is named as the one behind") {
   kill(kids[2].pid, SIGKILL);
   for (auto& k : kids) waitpid(k.pid, nullptr, 0);
 }
+
+// A store lives only while some rank is connected to it. Ranks that rejected a setting used to
+// connect first and then leave, closing it under a rank still joining, which then waited out
+// CORAL_TIMEOUT. The settings are now checked before connecting: every rank fails at once.
+TEST_CASE("a setting every rank rejects fails every rank at once, a late one too") {
+  setenv("CORAL_TIMEOUT", "60", 1);
+  setenv("CORAL_ALGO", "fastest", 1);
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  const int nranks = 3;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < nranks; ++r) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (r == nranks - 1) usleep(500 * 1000);  // joins after the others have failed
+      coralComm_t comm = nullptr;
+      const coralResult_t rc = coralCommInitRank(&comm, nranks, id, r);
+      const char* msg = coralGetLastError(nullptr);
+      _exit(rc == coralInvalidArgument && std::strstr(msg, "CORAL_ALGO") ? 0 : 10 + static_cast<int>(rc));
+    }
+    pids.push_back(pid);
+  }
+  unsetenv("CORAL_ALGO");
+  const auto start = Clock::now();
+  for (int r = 0; r < nranks; ++r) {
+    int status = -1;
+    while (waitpid(pids[r], &status, WNOHANG) == 0 && Clock::now() - start < std::chrono::seconds(20)) usleep(20000);
+    if (!WIFEXITED(status)) {
+      kill(pids[r], SIGKILL);
+      waitpid(pids[r], &status, 0);
+    }
+    INFO("rank " << r << " status " << status);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  CHECK(Clock::now() - start < std::chrono::seconds(10));
+}
