@@ -27,13 +27,16 @@ mpich=(mpirun.mpich -np 3)
 have_ompi=0 have_mpich=0
 [ -f "$build/src/compat/mpi/libcoral_mpi_ompi.so" ] && mpicc.openmpi -o "$work/app_ompi" "$src/launcher.c" && have_ompi=1
 [ -f "$build/src/compat/mpi/libcoral_mpi_mpich.so" ] && mpicc.mpich -o "$work/app_mpich" "$src/launcher.c" && have_mpich=1
+[ $have_ompi = 1 ] && mpicc.openmpi -o "$work/pass_ompi" "$src/passthrough.c"
+[ $have_mpich = 1 ] && mpicc.mpich -o "$work/pass_mpich" "$src/passthrough.c"
 # What each library exports: the MPI entry points (Fortran's too for Open MPI), nothing else.
 for abi in ompi mpich; do
   lib="$build/src/compat/mpi/libcoral_mpi_$abi.so"
   [ -f "$lib" ] || continue
   syms=$(nm -D --defined-only "$lib" | awk '{print $3}')
   want="MPI_Allreduce MPI_Ialltoall MPI_Waitall MPI_Finalize MPI_Error_string"
-  [ $abi = ompi ] && want="$want mpi_allreduce_ mpi_allreduce__ mpi_allreduce MPI_ALLREDUCE mpi_waitall_ mpi_finalize_"
+  [ $abi = ompi ] && want="$want mpi_allreduce_ mpi_allreduce__ mpi_allreduce MPI_ALLREDUCE mpi_waitall_ mpi_finalize_
+    mpi_ireduce_scatter_ mpi_igather_ mpi_iscatter_ mpi_iallgatherv_ MPI_IALLTOALLV"
   for s in $want; do
     grep -qx "$s" <<<"$syms" || { echo "FAIL: libcoral_mpi_$abi.so does not export $s"; fails=$((fails + 1)); }
   done
@@ -51,6 +54,17 @@ if [ $have_ompi = 1 ]; then
     env CORAL_MPI=0 "${ompi[@]}" "$cm" "$work/app_ompi"
   check "ompi: CORAL_MPI_OPS=bcast,barrier" 'handled 2 collective calls, passed 2 to MPI' \
     env CORAL_MPI_OPS=bcast,barrier "${ompi[@]}" "$cm" "$work/app_ompi"
+  check "ompi: CORAL_MPI_OPS in any case" 'handled 2 collective calls, passed 2 to MPI' \
+    env CORAL_MPI_OPS=Bcast,BARRIER "${ompi[@]}" "$cm" "$work/app_ompi"
+  # Coral refuses communicators while a knob is invalid: the interposer says so and uses MPI.
+  check "ompi: a bad CORAL_MPI_OPS word is named" "CORAL_MPI_OPS='bcast,bcats': 'bcats' is not one of" \
+    env CORAL_MPI_OPS=bcast,bcats "${ompi[@]}" "$cm" "$work/app_ompi"
+  check "ompi: a bad CORAL_MPI_OPS sends all to MPI" 'handled 0 collective calls, passed 4 to MPI' \
+    env CORAL_MPI_OPS=bcast,bcats "${ompi[@]}" "$cm" "$work/app_ompi"
+  check "ompi: a bad CORAL_MPI is named" "CORAL_MPI='2' is not 0 or 1; every call goes to MPI" \
+    env CORAL_MPI=2 "${ompi[@]}" "$cm" "$work/app_ompi"
+  check "ompi: a bad Coral knob is named" "no Coral communicator .*CORAL_ALGO" \
+    env -u CORAL_MPI_REPORT CORAL_ALGO=fastest "${ompi[@]}" "$cm" "$work/app_ompi"
   check "ompi: reasons at INFO" 'passed 2 to MPI: not in CORAL_MPI_OPS' \
     env CORAL_MPI_OPS=bcast,barrier CORAL_DEBUG=INFO "${ompi[@]}" "$cm" "$work/app_ompi"
   check "ompi: silent without the report" '^launcher: P=3 wrong=0$' \
@@ -66,6 +80,18 @@ if [ $have_mpich = 1 ]; then
     "${mpich[@]}" "$cm" "$work/app_mpich"
   check "mpich: results" 'launcher: P=3 wrong=0' "${mpich[@]}" "$cm" "$work/app_mpich"
 fi
+# A derived type and a user op each reach MPI, counted by reason; the plain call is Coral's.
+for abi in ompi mpich; do
+  [ -x "$work/pass_$abi" ] || continue
+  if [ $abi = ompi ]; then launch=("${ompi[@]}"); else launch=("${mpich[@]}"); fi
+  check "$abi: derived type and user op pass to MPI" 'handled 1 collective calls, passed 2 to MPI' \
+    "${launch[@]}" "$cm" "$work/pass_$abi"
+  check "$abi: pass-through results" 'passthrough: P=3 wrong=0' "${launch[@]}" "$cm" "$work/pass_$abi"
+  out=$(CORAL_DEBUG=INFO timeout 120 "${launch[@]}" "$cm" "$work/pass_$abi" 2>&1)
+  for why in 'passed 1 to MPI: datatype' 'passed 1 to MPI: op'; do
+    grep -q "$why" <<<"$out" || { echo "FAIL: $abi: no '$why' at INFO"; fails=$((fails + 1)); }
+  done
+done
 if [ $have_ompi = 1 ] && [ $have_mpich = 1 ]; then
   check "an Open MPI program under MPICH's mpirun" "links ompi's MPI but runs under mpich's launcher" \
     "${mpich[@]}" "$cm" "$work/app_ompi"

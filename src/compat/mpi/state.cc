@@ -1,4 +1,5 @@
 // Knobs, counters, and one Coral communicator per MPI communicator (cached as an attribute).
+#include <strings.h>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -31,33 +32,53 @@ struct Knobs {
   bool colls[kNumColls];
 };
 
+// A 0/1 knob as Coral's registry reads it (src/base/config.cc): unset or empty is the default.
+bool flag(const char* name, bool dflt, std::string* bad) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end == '\0' && (n == 0 || n == 1)) return n == 1;
+  *bad = std::string(name) + "='" + v + "' is not 0 or 1";
+  return dflt;
+}
+
+// CORAL_MPI_OPS as the registry reads it: words from kCollNames or "all", any case.
+void parse_ops(bool (&colls)[kNumColls], std::string* bad) {
+  const char* v = std::getenv("CORAL_MPI_OPS");
+  const std::string list = (v && *v) ? v : "all";
+  for (bool& b : colls) b = false;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string word = list.substr(start, end - start);
+    const bool all = strcasecmp(word.c_str(), "all") == 0;
+    bool known = all;
+    for (int i = 0; i < kNumColls; ++i)
+      if (all || strcasecmp(word.c_str(), kCollNames[i]) == 0) colls[i] = known = true;
+    if (!known && bad->empty())
+      *bad = "CORAL_MPI_OPS='" + list + "': '" + word +
+             "' is not one of allreduce, reduce, bcast, reduce_scatter_block, reduce_scatter, allgather, "
+             "allgatherv, alltoall, alltoallv, gather, scatter, barrier, all";
+    start = end + 1;
+  }
+}
+
 const Knobs& knobs() {
   static const Knobs k = [] {
     Knobs k;
-    const char* on = std::getenv("CORAL_MPI");
-    k.on = !(on && std::strcmp(on, "0") == 0);
-    const char* rep = std::getenv("CORAL_MPI_REPORT");
-    k.report = rep && std::strcmp(rep, "1") == 0;
+    std::string bad;
+    k.on = flag("CORAL_MPI", true, &bad);
+    k.report = flag("CORAL_MPI_REPORT", false, &bad);
     const char* dbg = std::getenv("CORAL_DEBUG");
-    k.info = dbg && (std::strcmp(dbg, "INFO") == 0 || std::strcmp(dbg, "TRACE") == 0);
-    const char* ops = std::getenv("CORAL_MPI_OPS");
-    std::string list = (ops && *ops) ? ops : "all";
-    for (bool& b : k.colls) b = false;
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t end = list.find(',', start);
-      if (end == std::string::npos) end = list.size();
-      const std::string word = list.substr(start, end - start);
-      bool known = word == "all";
-      for (int i = 0; i < kNumColls; ++i)
-        if (word == "all" || word == kCollNames[i]) k.colls[i] = known = true;
-      if (!known && !word.empty())  // a typo would silently slow a job down: say so once
-        std::fprintf(stderr,
-                     "coral-mpi: CORAL_MPI_OPS names '%s', which is not one of allreduce, reduce, "
-                     "bcast, reduce_scatter_block, reduce_scatter, allgather, allgatherv, alltoall, alltoallv, "
-                     "gather, scatter, barrier, all; ignored\n",
-                     word.c_str());
-      start = end + 1;
+    k.info = dbg && (strcasecmp(dbg, "INFO") == 0 || strcasecmp(dbg, "TRACE") == 0);
+    parse_ops(k.colls, &bad);
+    // Coral refuses to make communicators while any of its knobs is invalid, so nothing could run
+    // on it: say why once, and leave every call to MPI.
+    if (!bad.empty()) {
+      std::fprintf(stderr, "coral-mpi: %s; every call goes to MPI\n", bad.c_str());
+      k.on = false;
     }
     return k;
   }();
@@ -126,7 +147,10 @@ Comm* create(MPI_Comm comm) {
     int ok = r == coralSuccess, all_ok = 0;
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
     if (!all_ok) {
-      if (knobs().info || (!ok && knobs().report))
+      // A rank whose own creation failed says why, once: usually a setting Coral rejects. The
+      // program's results stay right, only slower, so it is a warning, not an abort.
+      static std::atomic<bool> told{false};
+      if (knobs().info || (!ok && !told.exchange(true)))
         std::fprintf(stderr, "coral-mpi: rank %d: no Coral communicator (%s), this one stays with MPI\n", c->rank,
                      ok ? "a peer failed" : coralGetLastError(nullptr));
       if (c->coral) coralCommDestroy(c->coral);
