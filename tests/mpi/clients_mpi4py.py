@@ -1,5 +1,5 @@
 """mpi4py, unmodified, over the interposer: the buffer (upper-case) collectives on array.array
-data and the pickle (lower-case) ones, each result checked against what every rank can compute
+data and on byte buffers (bytearray, memoryview), and the pickle (lower-case) ones, each result checked against what every rank can compute
 from the inputs. Rank 0 prints `mpi4py: P=<n> failures=<F>`; any failure exits 1 on every rank.
 The failure count travels by send/recv, so the tally never rests on the collectives under test."""
 import sys
@@ -68,6 +68,25 @@ check("Alltoall d", a2a, [r * 100.0 + 2 * rank + k for r in range(size) for k in
 rsb = array("i", [0] * 4)
 comm.Reduce_scatter_block(array("i", (rank + j for j in range(4 * size))), rsb, op=MPI.SUM)
 check("Reduce_scatter_block i", rsb, (sum(r + 4 * rank + k for r in range(size)) for k in range(4)))
+
+# Byte buffers, as code moving raw bytes passes them: mpi4py maps them to MPI_BYTE.
+raw = bytearray(((rank * 31 + i) % 256 for i in range(300)))
+got = bytearray(300)
+comm.Allreduce([raw, MPI.BYTE], [got, MPI.BYTE], op=MPI.BXOR)
+want = bytearray(300)
+for r in range(size):
+    for i in range(300):
+        want[i] ^= (r * 31 + i) % 256
+check("Allreduce bytes BXOR", got, want)
+blob = bytearray(b"coral-bytes" * 37 if rank == 0 else bytes(len(b"coral-bytes") * 37))
+comm.Bcast(blob, root=0)
+check("Bcast bytearray", blob, b"coral-bytes" * 37)
+rows = bytearray(5 * size)
+comm.Allgather(memoryview(bytes((rank + 1) * k % 256 for k in range(5))), rows)
+check("Allgather memoryview", rows, bytes((r + 1) * k % 256 for r in range(size) for k in range(5)))
+swapped = bytearray(3 * size)
+comm.Alltoall(bytearray((rank * 16 + j) % 256 for j in range(3 * size)), swapped)
+check("Alltoall bytearray", swapped, bytes((r * 16 + 3 * rank + k) % 256 for r in range(size) for k in range(3)))
 
 # The send buffer must outlive the request: mpi4py 3.1 does not keep a temporary alive.
 isend, recv = array("d", [rank + 0.5] * 9), array("d", [0.0] * 9)

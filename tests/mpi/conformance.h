@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum { kSigned, kUnsigned, kFloat, kBool, kByte };
+enum { kSigned, kUnsigned, kFloat, kBool, kByte, kComplex };
 typedef struct {
   MPI_Datatype type;
   const char* name;

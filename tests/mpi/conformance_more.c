@@ -31,6 +31,15 @@ static void put(unsigned char* at, const Type* t, long v) {
     case kBool:
       *at = v != 0;
       return;
+    case kComplex: /* equal real and imaginary parts, small integers: exact in any order */
+      if (t->size == 8) {
+        float f[2] = {(float)v, (float)v};
+        memcpy(at, f, 8);
+      } else {
+        double d[2] = {(double)v, (double)v};
+        memcpy(at, d, 16);
+      }
+      return;
     default: {
       int64_t x = v; /* little-endian: the low bytes are the value in any width */
       memcpy(at, &x, (size_t)t->size);
@@ -47,7 +56,7 @@ void pair_fill(Pair* p, const Type* t, int n, int rank, int salt, bool product) 
     else if (t->kind == kBool)
       v = (i * 5 + rank * 3 + salt) % 3 != 0;
     else
-      v = (i * 5 + rank * 3 + salt) % 11 - ((t->kind == kSigned || t->kind == kFloat) ? 5 : 0);
+      v = (i * 5 + rank * 3 + salt) % 11 - ((t->kind == kSigned || t->kind == kFloat || t->kind == kComplex) ? 5 : 0);
     put(p->a + (size_t)i * t->size, t, v);
   }
   memcpy(p->b, p->a, p->bytes);
@@ -145,6 +154,30 @@ void movement(MPI_Comm comm, int n, const Type* t) {
   FILL(15);
   BOTH("Ialltoall", (MPI_Ialltoall(send.a, n, t->type, recv.a, n, t->type, comm, &q), MPI_Wait(&q, MPI_STATUS_IGNORE)),
        PMPI_Alltoall(send.b, n, t->type, recv.b, n, t->type, comm), all);
+  /* in place: block j goes to rank j and is replaced by j's; the counts must be symmetric */
+  FILL(16);
+  memcpy(recv.a, send.a, all), memcpy(recv.b, send.b, all);
+  BOTH("Alltoallv(in place)",
+       MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, recv.a, rcounts, rdispls, t->type, comm),
+       PMPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, recv.b, rcounts, rdispls, t->type, comm), all);
+  FILL(17);
+  BOTH("Igather",
+       (MPI_Igather(send.a, n, t->type, recv.a, n, t->type, root, comm, &q), MPI_Wait(&q, MPI_STATUS_IGNORE)),
+       PMPI_Gather(send.b, n, t->type, recv.b, n, t->type, root, comm), rank == root ? all : 0);
+  FILL(18);
+  BOTH("Iscatter",
+       (MPI_Iscatter(send.a, n, t->type, recv.a, n, t->type, root, comm, &q), MPI_Wait(&q, MPI_STATUS_IGNORE)),
+       PMPI_Scatter(send.b, n, t->type, recv.b, n, t->type, root, comm), block);
+  FILL(19);
+  BOTH("Iallgatherv",
+       (MPI_Iallgatherv(send.a, counts[rank], t->type, recv.a, counts, displs, t->type, comm, &q),
+        MPI_Wait(&q, MPI_STATUS_IGNORE)),
+       PMPI_Allgatherv(send.b, counts[rank], t->type, recv.b, counts, displs, t->type, comm), all);
+  FILL(20);
+  BOTH("Ialltoallv",
+       (MPI_Ialltoallv(send.a, scounts, sdispls, t->type, recv.a, rcounts, rdispls, t->type, comm, &q),
+        MPI_Wait(&q, MPI_STATUS_IGNORE)),
+       PMPI_Alltoallv(send.b, scounts, sdispls, t->type, recv.b, rcounts, rdispls, t->type, comm), all);
   MPI_Barrier(comm);
   MPI_Ibarrier(comm, &q);
   MPI_Wait(&q, MPI_STATUS_IGNORE);

@@ -32,6 +32,8 @@ program coral_fortran
   call expect(ierr == MPI_SUCCESS, 'barrier')
   call t_iallreduce_wait(1000)
   call t_ibcast_waitall(50)
+  call t_vcolls()
+  call t_nonblocking(3)
 
   call finish()
 
@@ -376,6 +378,140 @@ contains
     call expect(all(b == [(kval(0, i), i = 1, n)]), 'ibcast integer*8')
     call expect(all(in == [(ival(left, i), i = 1, n)]), 'irecv beside an ibcast')
     call expect(statuses(MPI_SOURCE, 1) == left .and. statuses(MPI_TAG, 1) == 7, 'irecv status')
+  end subroutine
+
+  ! The v-forms: rank r contributes r + 1 elements (a count of 0 would hide nothing here).
+  subroutine t_vcolls()
+    integer :: counts(np), displs(np), total, r, k, j
+    integer :: mine(np), gathered(np * (np + 1) / 2), want(np * (np + 1) / 2)
+    integer :: scounts(np), sdispls(np), rcounts(np), rdispls(np)
+    integer, allocatable :: sbuf(:), rbuf(:), rwant(:), rs(:), rsd(:), rswant(:)
+    total = 0
+    do r = 0, np - 1
+      counts(r + 1) = r + 1
+      displs(r + 1) = total
+      total = total + r + 1
+    end do
+    mine(1:rank + 1) = [(ival(rank, k), k = 1, rank + 1)]
+    do r = 0, np - 1
+      want(displs(r + 1) + 1:displs(r + 1) + r + 1) = [(ival(r, k), k = 1, r + 1)]
+    end do
+    gathered = -1
+    call MPI_ALLGATHERV(mine, rank + 1, MPI_INTEGER, gathered, counts, displs, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+    call expect(ierr == MPI_SUCCESS .and. all(gathered == want), 'allgatherv integer')
+    ! reduce_scatter: block r (r + 1 elements) of the sum lands on rank r
+    allocate (rs(total), rsd(rank + 1), rswant(rank + 1))
+    rs = [(ival(rank, k), k = 1, total)]
+    rswant = 0
+    do r = 0, np - 1
+      rswant = rswant + [(ival(r, displs(rank + 1) + k), k = 1, rank + 1)]
+    end do
+    rsd = -1
+    call MPI_REDUCE_SCATTER(rs, rsd, counts, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+    call expect(ierr == MPI_SUCCESS .and. all(rsd == rswant), 'reduce_scatter integer sum, uneven blocks')
+    ! alltoallv: rank i sends j + 1 elements to rank j, each i * 100 + j * 10 + k
+    do j = 0, np - 1
+      scounts(j + 1) = j + 1
+      rcounts(j + 1) = rank + 1
+    end do
+    sdispls(1) = 0
+    rdispls(1) = 0
+    do j = 1, np - 1
+      sdispls(j + 1) = sdispls(j) + scounts(j)
+      rdispls(j + 1) = rdispls(j) + rcounts(j)
+    end do
+    allocate (sbuf(total), rbuf(np * (rank + 1)), rwant(np * (rank + 1)))
+    do j = 0, np - 1
+      sbuf(sdispls(j + 1) + 1:sdispls(j + 1) + j + 1) = [(rank * 100 + j * 10 + k, k = 1, j + 1)]
+      rwant(rdispls(j + 1) + 1:rdispls(j + 1) + rank + 1) = [(j * 100 + rank * 10 + k, k = 1, rank + 1)]
+    end do
+    rbuf = -1
+    call MPI_ALLTOALLV(sbuf, scounts, sdispls, MPI_INTEGER, rbuf, rcounts, rdispls, MPI_INTEGER, &
+                       MPI_COMM_WORLD, ierr)
+    call expect(ierr == MPI_SUCCESS .and. all(rbuf == rwant), 'alltoallv integer')
+  end subroutine
+
+  ! Every non-blocking collective, completed by MPI_WAIT, MPI_TEST, MPI_WAITALL or MPI_WAITANY.
+  subroutine t_nonblocking(m)
+    integer, intent(in) :: m
+    integer :: req, reqs(6), idx, r, k, j, root
+    logical :: done
+    integer :: s(m * np), d(m * np), red(m), want(m * np), g(m * np), got(m), blk(m)
+    integer :: counts(np), displs(np), one(1), vg(np)
+    double precision :: x(m), xwant(m)
+    root = np - 1
+    ! ireduce to the last rank, completed by a test loop
+    x = [(dval(rank, k), k = 1, m)]
+    xwant = 0d0
+    do r = 0, np - 1
+      xwant = xwant + [(dval(r, k), k = 1, m)]
+    end do
+    if (rank == root) then   ! MPI_IN_PLACE is the root's alone
+      call MPI_IREDUCE(MPI_IN_PLACE, x, m, MPI_DOUBLE_PRECISION, MPI_SUM, root, MPI_COMM_WORLD, req, ierr)
+    else
+      call MPI_IREDUCE(x, xwant, m, MPI_DOUBLE_PRECISION, MPI_SUM, root, MPI_COMM_WORLD, req, ierr)
+    end if
+    done = .false.
+    do while (.not. done)
+      call MPI_TEST(req, done, MPI_STATUS_IGNORE, ierr)
+    end do
+    if (rank == root) call expect(all(x == xwant), 'ireduce double precision sum, MPI_IN_PLACE at the root')
+    ! iallgather, ialltoall, ireduce_scatter_block, ibarrier: one MPI_WAITALL
+    s = [(ival(rank, k), k = 1, m * np)]
+    g = -1
+    d = -1
+    red = -1
+    call MPI_IALLGATHER(s, m, MPI_INTEGER, g, m, MPI_INTEGER, MPI_COMM_WORLD, reqs(1), ierr)
+    call MPI_IALLTOALL(s, m, MPI_INTEGER, d, m, MPI_INTEGER, MPI_COMM_WORLD, reqs(2), ierr)
+    call MPI_IREDUCE_SCATTER_BLOCK(s, red, m, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(3), ierr)
+    call MPI_IBARRIER(MPI_COMM_WORLD, reqs(4), ierr)
+    call MPI_WAITALL(4, reqs, MPI_STATUSES_IGNORE, ierr)
+    call expect(ierr == MPI_SUCCESS .and. all(reqs(1:4) == MPI_REQUEST_NULL), 'waitall on four collectives')
+    do r = 0, np - 1
+      want(r * m + 1:r * m + m) = [(ival(r, k), k = 1, m)]
+    end do
+    call expect(all(g == want), 'iallgather integer')
+    do j = 0, np - 1
+      want(j * m + 1:j * m + m) = [(ival(j, rank * m + k), k = 1, m)]
+    end do
+    call expect(all(d == want), 'ialltoall integer')
+    blk = 0
+    do r = 0, np - 1
+      blk = blk + [(ival(r, rank * m + k), k = 1, m)]
+    end do
+    call expect(all(red == blk), 'ireduce_scatter_block integer sum')
+    ! igather, iscatter, iallgatherv, ireduce_scatter: MPI_WAITANY until all are done
+    do r = 0, np - 1
+      counts(r + 1) = 1
+      displs(r + 1) = r
+    end do
+    g = -1
+    got = -1
+    vg = -1
+    one = -1
+    call MPI_IGATHER(s, m, MPI_INTEGER, g, m, MPI_INTEGER, 0, MPI_COMM_WORLD, reqs(1), ierr)
+    call MPI_ISCATTER(s, m, MPI_INTEGER, got, m, MPI_INTEGER, root, MPI_COMM_WORLD, reqs(2), ierr)
+    call MPI_IALLGATHERV(s, 1, MPI_INTEGER, vg, counts, displs, MPI_INTEGER, MPI_COMM_WORLD, reqs(3), ierr)
+    call MPI_IREDUCE_SCATTER(s, one, counts, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD, reqs(4), ierr)
+    do k = 1, 4
+      call MPI_WAITANY(4, reqs, idx, MPI_STATUS_IGNORE, ierr)
+      call expect(ierr == MPI_SUCCESS .and. idx >= 1 .and. idx <= 4, 'waitany')
+    end do
+    call expect(all(reqs(1:4) == MPI_REQUEST_NULL), 'waitany completed all four')
+    if (rank == 0) then
+      do r = 0, np - 1
+        want(r * m + 1:r * m + m) = [(ival(r, k), k = 1, m)]
+      end do
+      call expect(all(g == want), 'igather integer to rank 0')
+    end if
+    call expect(all(got == [(ival(root, rank * m + k), k = 1, m)]), 'iscatter integer from the last rank')
+    call expect(all(vg == [(ival(r, 1), r = 0, np - 1)]), 'iallgatherv integer')
+    call expect(one(1) == ival(np - 1, rank + 1), 'ireduce_scatter integer max')
+    ! ialltoallv with one element each way, completed by MPI_WAIT
+    vg = -1
+    call MPI_IALLTOALLV(s, counts, displs, MPI_INTEGER, vg, counts, displs, MPI_INTEGER, MPI_COMM_WORLD, req, ierr)
+    call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+    call expect(ierr == MPI_SUCCESS .and. all(vg == [(ival(r, rank + 1), r = 0, np - 1)]), 'ialltoallv integer')
   end subroutine
 
   ! Rank 0 adds up the failures (point-to-point), prints the line, and tells every rank the total.

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Real MPI clients, unmodified, plain and under coral-mpi: a Fortran program (the `mpi` module,
-# built by each MPI's mpifort), mpi4py (Debian's, on Open MPI) and hpcc (Debian's, on Open MPI)
+# Real MPI clients, unmodified, plain and under coral-mpi: Fortran programs (the `mpi` module and
+# mpif.h, built by each MPI's mpifort), mpi4py (Debian's, on Open MPI) and hpcc (Debian's, on Open MPI)
 # with its own checks. Each must pass under coral-mpi as it does without it, and the report line
 # must show Coral handled its collectives.
 # Usage: run_clients.sh BUILD_DIR
@@ -47,19 +47,25 @@ run() {
   fi
 }
 
-# Fortran: gfortran 12 rejects MPICH's mpi module's mismatched argument types unless told not to.
+# Fortran, both conventions: the `mpi` module and `include 'mpif.h'`. gfortran 12 rejects
+# mpif.h's (and MPICH's module's) unchecked argument types unless told not to.
 for abi in ompi mpich; do
-  fc=mpifort.openmpi flags=()
-  [ $abi = mpich ] && fc=mpifort.mpich flags=(-fallow-argument-mismatch -w)
+  fc=mpifort.openmpi
+  [ $abi = mpich ] && fc=mpifort.mpich
   command -v $fc >/dev/null && [ -f "$build/src/compat/mpi/libcoral_mpi_$abi.so" ] || continue
-  if ! $fc -O1 "${flags[@]}" -J "$work" -o "$work/fortran_$abi" "$src/fortran.f90"; then
-    echo "FAIL: $fc fortran.f90"
-    fails=$((fails + 1))
-    continue
-  fi
-  run fortran $abi 2 plain 'fortran: P=2 failures=0' "$work/fortran_$abi"
-  for p in 2 3 4; do
-    run fortran $abi $p coral "fortran: P=$p failures=0" "$work/fortran_$abi"
+  for prog in fortran fortran_mpif; do
+    flags=(-fallow-argument-mismatch -w)
+    [ $abi = ompi ] && [ $prog = fortran ] && flags=()
+    if ! $fc -O1 "${flags[@]}" -J "$work" -o "$work/${prog}_$abi" "$src/$prog.f90"; then
+      echo "FAIL: $fc $prog.f90"
+      fails=$((fails + 1))
+      continue
+    fi
+    line=${prog/_/-}
+    run $prog $abi 2 plain "$line: P=2 failures=0" "$work/${prog}_$abi"
+    for p in 1 2 3 4 8; do
+      run $prog $abi $p coral "$line: P=$p failures=0" "$work/${prog}_$abi"
+    done
   done
 done
 
