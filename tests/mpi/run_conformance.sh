@@ -3,8 +3,9 @@
 # call must give MPI's own result bit for bit, and the report line must show Coral handled calls
 # while the derived type with a user op went to MPI. The program checks MPI_X (the interposer)
 # against PMPI_X (MPI itself), so the plain run only checks the checker: it runs at P=2.
-# 2^20+3 elements of every type: at P=2; `full` adds it at every P (MPICH's busy-polling reference
-# needs ~4 min at P=4 on two cores; at P=8 it runs the small counts only).
+# 2^20+3 elements of every type: at P=2, one op of each family; `full` runs it at every P with
+# every op (MPICH's busy-polling reference needs ~4 min at P=4 on two cores; at P=8 without
+# `full` it runs the small counts only).
 # Usage: run_conformance.sh BUILD_DIR ompi|mpich [full]
 set -u
 build=$1 abi=$2 full=${3:-}
@@ -21,6 +22,9 @@ $cc -std=c11 -O2 -Wall -Wextra -Werror -o "$work/conformance" "$src/conformance.
   { echo "FAIL: $cc conformance.c"; exit 1; }
 fails=0
 small=0,1,7,1000
+# full: every op at every count too, with time for it.
+ops="" limit=600
+[ "$full" = full ] && ops=all-ops limit=3600
 for p in 1 2 3 4 8; do
   counts=$small
   [ $p = 2 ] || [ "$full" = full ] && counts=$small,1048579
@@ -32,7 +36,7 @@ for p in 1 2 3 4 8; do
     pre=()
     [ $mode = coral ] && pre=("$build/src/compat/mpi/coral-mpi")
     start=$(date +%s)
-    out=$(CORAL_MPI_REPORT=1 timeout 600 "${run[@]}" $p "${pre[@]}" "$work/conformance" $counts 2>&1)
+    out=$(CORAL_MPI_REPORT=1 timeout $limit "${run[@]}" $p "${pre[@]}" "$work/conformance" $counts $ops 2>&1)
     rc=$?
     line=$(grep '^conformance:' <<<"$out")
     report=$(grep '^coral-mpi: handled' <<<"$out")
