@@ -57,10 +57,11 @@ void parse_ops(bool (&colls)[kNumColls], std::string* bad) {
     bool known = all;
     for (int i = 0; i < kNumColls; ++i)
       if (all || strcasecmp(word.c_str(), kCollNames[i]) == 0) colls[i] = known = true;
-    if (!known && bad->empty())
-      *bad = "CORAL_MPI_OPS='" + list + "': '" + word +
-             "' is not one of allreduce, reduce, bcast, reduce_scatter_block, reduce_scatter, allgather, "
-             "allgatherv, alltoall, alltoallv, gather, scatter, barrier, all";
+    if (!known && bad->empty()) {
+      *bad = "CORAL_MPI_OPS='" + list + "': '" + word + "' is not one of ";
+      for (const char* name : kCollNames) *bad += std::string(name) + ", ";
+      *bad += "all";
+    }
     start = end + 1;
   }
 }
