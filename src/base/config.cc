@@ -70,8 +70,13 @@ const std::vector<Knob>& knobs() {
               "Test hook: 1 makes a stand-in GPU of host memory (no CUDA needed), so the device-buffer path runs "
               "on machines without one."),
       bytes("CORAL_CMA_BYTES", "64K", 0, kInf, 1,
-            "Shared-memory messages this large whose source stays put are read straight out of the sender "
-            "(cross-memory attach: one copy instead of two); 0 turns it off."),
+            "Shared-memory messages this large whose source stays put are read straight out of the sender: in "
+            "place from registered memory or another thread's, else by cross-memory attach (CORAL_CMA); 0 turns "
+            "both off."),
+      choice("CORAL_CMA", "auto", "auto,on,off",
+             "Cross-memory attach (process_vm_readv) for such messages from unregistered memory: auto measures "
+             "once per process whether one read beats the two copies through the slots (on some VMs it is several "
+             "times slower than memcpy); on; off."),
       text("CORAL_TRANSPORT", "auto",
            "Transports to use, in order of preference: auto (shm on one host; ibverbs, ucx with RDMA devices, or "
            "tcp between hosts), or a name or comma list of shm, tcp, ucx, ibverbs."),

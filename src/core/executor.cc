@@ -158,7 +158,7 @@ struct Runner {
     switch (st.kind) {
       case OpKind::Send: {
         transport::Link& l = peer_link(i);
-        if (st.stable_src && bytes >= l.direct_min_bytes()) {
+        if (st.stable_src && l.direct_ok(ptr(st.src), bytes)) {
           l.send_direct(ptr(st.src), bytes, x.tag, *x.monitor);
           if (std::find(flush.begin(), flush.end(), &l) == flush.end()) flush.push_back(&l);
           break;

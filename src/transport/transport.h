@@ -50,9 +50,9 @@ class Link {
   // free. Small messages may get a buffer that travels with the message's header.
   virtual std::byte* send_acquire(size_t bytes, WaitMonitor& mon) = 0;
   virtual void send_commit(size_t bytes, uint64_t tag) = 0;
-  // Single-copy sends: messages of at least this size may be passed by reference with
-  // send_direct (the peer copies straight out of src); SIZE_MAX when unsupported.
-  virtual size_t direct_min_bytes() const { return SIZE_MAX; }
+  // Single-copy sends: whether a message of `bytes` at src may be passed by reference with
+  // send_direct (the peer copies straight out of src).
+  virtual bool direct_ok(const void* /*src*/, size_t /*bytes*/) const { return false; }
   // src must stay unchanged until flush() returns.
   virtual void send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon);
   // The poster of this link's domain (nullptr: this link carries no posts).

@@ -13,6 +13,10 @@ done
 out=$(CORAL_CMA_BYTES=0 CORAL_SHM_SLOT_BYTES=8K CORAL_SHM_NSLOTS=2 "$coral_run" -n 3 "$prog" 2>&1) || {
   echo "P=3 without CMA, 8K slots failed:"; echo "$out" | tail -20; exit 1; }
 echo "P=3 without CMA, 2 slots of 8K ok"
+# Cross-memory attach forced on: CORAL_CMA=auto leaves it off where it does not pay (this VM).
+out=$(CORAL_CMA=on CORAL_CMA_BYTES=4K "$coral_run" -n 3 "$prog" 2>&1) || {
+  echo "P=3 with CMA from 4K failed:"; echo "$out" | tail -20; exit 1; }
+echo "P=3 with CMA from 4K ok"
 # Trials: the repeated all-reduce runs through a whole trial; every rank logs the same pick.
 # At P=3 every size is tried (CORAL_SMALL_BYTES=0), the agreements' own 8-32 byte all-reduces too.
 for p in 3 8; do

@@ -56,7 +56,7 @@ class IbvLink : public Link {
   int max_in_flight() const override { return static_cast<int>(nslots_ - (nslots_ + 1) / 2 + 1); }
   std::byte* send_acquire(size_t bytes, WaitMonitor& mon) override;
   void send_commit(size_t bytes, uint64_t tag) override;
-  size_t direct_min_bytes() const override { return direct_min_; }
+  bool direct_ok(const void*, size_t bytes) const override { return bytes >= direct_min_; }
   void send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon) override;
   void flush(WaitMonitor& mon) override;
   Message recv_peek(WaitMonitor& mon, bool want_local) override;

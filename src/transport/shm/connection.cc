@@ -32,7 +32,7 @@ constexpr uint32_t kDirect = 0x80000000u;
 }  // namespace
 
 ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
-                 std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l,
+                 std::byte* in_slots, size_t direct_min, bool cma, size_t inline_max, Presence* presence, uint32_t me_l,
                  uint32_t peer_l, PostLinks posts, Wakes* wakes)
     : peer_(peer),
       peer_pid_(peer_pid),
@@ -42,6 +42,8 @@ ShmLink::ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std:
       in_(in),
       in_slots_(in_slots),
       direct_min_(direct_min),
+      cma_(cma),
+      same_process_(peer_pid == getpid()),
       inline_max_(inline_max),
       presence_(presence),
       out_watch_{peer_l, me_l, true},
@@ -103,6 +105,11 @@ void ShmLink::bumped(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleepin
 }
 
 void ShmLink::send_commit(size_t bytes, uint64_t tag) { publish(static_cast<uint32_t>(bytes), tag); }
+
+bool ShmLink::direct_ok(const void* src, size_t bytes) const {
+  if (bytes < direct_min_) return false;
+  return cma_ || same_process_ || registered_region(src, bytes).has_value();
+}
 
 void ShmLink::send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon) {
   wait_credit(mon);

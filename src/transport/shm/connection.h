@@ -1,6 +1,7 @@
 // A shared-memory link: outbound FIFO in the peer's segment, inbound FIFO in ours. Large
-// messages whose source stays put can go by reference: the receiver copies straight out of the
-// sender's memory with cross-memory attach (process_vm_readv), one copy instead of two.
+// messages whose source stays put can go by reference: the receiver reads them where they lie
+// (registered memory it maps, or its own process's), or copies them straight out of the sender's
+// memory with cross-memory attach (process_vm_readv) where that pays: one copy instead of two.
 #pragma once
 #include <sys/types.h>
 
@@ -32,13 +33,13 @@ class ShmLink : public Link {
   // indices of this rank and the peer.
   // wakes: shared by the domain's links, which then defer their wake checks (null: check at once).
   ShmLink(int peer, pid_t peer_pid, const Geometry& g, FifoCtl* out, std::byte* out_slots, FifoCtl* in,
-          std::byte* in_slots, size_t direct_min, size_t inline_max, Presence* presence, uint32_t me_l, uint32_t peer_l,
-          PostLinks posts, Wakes* wakes);
+          std::byte* in_slots, size_t direct_min, bool cma, size_t inline_max, Presence* presence, uint32_t me_l,
+          uint32_t peer_l, PostLinks posts, Wakes* wakes);
   size_t max_message() const override { return geo_.slot_bytes; }
   int max_in_flight() const override { return static_cast<int>(geo_.nslots); }
   std::byte* send_acquire(size_t bytes, WaitMonitor& mon) override;
   void send_commit(size_t bytes, uint64_t tag) override;
-  size_t direct_min_bytes() const override { return direct_min_; }
+  bool direct_ok(const void* src, size_t bytes) const override;
   void send_direct(const void* src, size_t bytes, uint64_t tag, WaitMonitor& mon) override;
   void flush(WaitMonitor& mon) override;
   Poster* poster() override { return posts_.mine; }
@@ -93,6 +94,8 @@ class ShmLink : public Link {
   FifoCtl* in_;
   std::byte* in_slots_;
   size_t direct_min_;
+  bool cma_;           // unregistered sources go by reference too (cross-memory attach)
+  bool same_process_;  // ranks that are threads of one process read each other in place
   size_t inline_max_;
   Presence* presence_;
   Watch out_watch_, in_watch_, post_watch_;  // our FIFO's tail, theirs's head, the peer's posts

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "bootstrap/exchange.h"
+#include "transport/shm/cma.h"
 #include "transport/shm/connection.h"
 #include "transport/shm/transport.h"
 
@@ -90,6 +91,7 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
 
   const uint64_t direct_min = ext ? 0 : config::get_bytes("CORAL_CMA_BYTES");
+  const bool cma = direct_min && cma_wanted();
   // Peers may read our memory (single-copy sends) even where Yama restricts ptrace to children.
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 
@@ -141,8 +143,8 @@ ShmDomain::ShmDomain(const ConnectArgs& a, FifoOptions opts) : opts_(std::move(o
     std::byte* in_slots = ext ? ext->mine(q_l) : mine_.slot(geo_, q_l, 0);
     links_.emplace(q, std::make_unique<ShmLink>(
                           q, (*a.peers)[q].pid, geo_, theirs_seg.fifo(geo_, me_l), out_slots, mine_.fifo(geo_, q_l),
-                          in_slots, direct_min && q_reads_me ? direct_min : SIZE_MAX, ext ? 0 : kInlineBytes, presence,
-                          me_l, q_l, post_links(q_l), ext ? nullptr : &wakes_));
+                          in_slots, direct_min && q_reads_me ? direct_min : SIZE_MAX, cma, ext ? 0 : kInlineBytes,
+                          presence, me_l, q_l, post_links(q_l), ext ? nullptr : &wakes_));
     links_.at(q)->watch_health(this);
     int pid = (*a.peers)[q].pid;
     pids_[q] = pid;
