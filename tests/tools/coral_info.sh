@@ -14,6 +14,10 @@ n_src=$(grep -rhoE '"CORAL_[A-Z0-9_]+"' "$(dirname "$docs")/../src/base/config.c
   || fail "--json is not the expected JSON"
 "$info" | grep -q '^Coral [0-9]' || fail "no version line"
 "$info" | grep -q '^machine: ' || fail "no machine line"
+"$info" | grep -qE '^cross-memory attach: .*: (used|not used) \(CORAL_CMA=auto\)$' || fail "no cross-memory attach line"
+CORAL_CMA=off "$info" | grep -q '^cross-memory attach: .*: not used (CORAL_CMA=off)$' || fail "CORAL_CMA=off is not reported"
+CORAL_CMA=on "$info" --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["cma"]; assert c["used"] and c["setting"] == "on"' \
+  || fail "--json's cma does not follow CORAL_CMA=on"
 out=$(CORAL_DEBUG=LOUD "$info" --knobs); rc=$?
 [ $rc -eq 2 ] || fail "a bad CORAL_DEBUG exits $rc, not 2"
 echo "$out" | grep -A1 '^CORAL_DEBUG ' | grep -q 'INVALID' || fail "a bad CORAL_DEBUG is not flagged"

@@ -22,6 +22,7 @@
 #include "gpu/runtime.h"
 #include "kernels/reduce.h"
 #include "topology/detect.h"
+#include "transport/shm/cma.h"
 #include "transport/transport.h"
 
 namespace {
@@ -70,6 +71,27 @@ json machine() {
   m["gpus_usable"] = coral::gpu::usable() ? coral::gpu::device_count() : 0;
   m["nics"] = nics;
   return m;
+}
+
+// Cross-memory attach as the shm transport sees it (src/transport/shm/cma.h).
+json cma() {
+  namespace shm = coral::transport::shm;
+  const shm::CmaProbe& p = shm::cma_probe();
+  return {{"works", p.works},
+          {"read_us", p.cma_us},
+          {"copy_us", p.copy_us},
+          {"pays", p.pays},
+          {"setting", config::get_string("CORAL_CMA")},
+          {"used", shm::cma_wanted()}};
+}
+
+std::string cma_line(const json& c) {
+  const std::string use =
+      fmt::format("{} (CORAL_CMA={})", c["used"].get<bool>() ? "used" : "not used", c["setting"].get<std::string>());
+  if (!c["works"].get<bool>()) return "process_vm_readv fails here: " + use;
+  return fmt::format("reads {} KiB in {:.1f} us, a copy takes {:.1f} us: {}",
+                     coral::transport::shm::kCmaProbeBytes >> 10, c["read_us"].get<double>(),
+                     c["copy_us"].get<double>(), use);
 }
 
 std::string machine_line(const json& m) {
@@ -151,10 +173,15 @@ int main(int argc, char** argv) {
   const auto unknown = unknown_variables();
   int invalid = 0;
   for (const auto& k : ks) invalid += !k["error"].get<std::string>().empty();
+  const config::Knob& cma_knob = config::knob("CORAL_CMA");
+  const bool cma_valid = config::check(cma_knob, config::current(cma_knob)).empty();
 
   if (as_json) {
     json all{{"version", ver}, {"features", features()}, {"knobs", ks}, {"unknown_variables", unknown}};
-    if (!show_knobs) all["machine"] = machine();
+    if (!show_knobs) {
+      all["machine"] = machine();
+      if (cma_valid) all["cma"] = cma();
+    }
     json rows = json::array();
     for (const auto& row : coral::collectives::default_rows())
       rows.push_back({{"min_ranks", row.lo},
@@ -181,6 +208,7 @@ int main(int argc, char** argv) {
                 f["ibverbs"].get<bool>() ? "yes" : "no");
     std::printf("transports: %s\nkernels: %s\n", transports.c_str(), kernels.c_str());
     std::printf("machine: %s\n", machine_line(machine()).c_str());
+    if (cma_valid) std::printf("cross-memory attach: %s\n", cma_line(cma()).c_str());
     std::printf("knobs: %zu (coral-info --knobs lists them)\n", ks.size());
   }
   for (const std::string& n : unknown)
