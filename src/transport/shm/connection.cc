@@ -142,7 +142,7 @@ void ShmLink::flush(WaitMonitor& mon) {
 void ShmLink::read_remote(void* dst, uint64_t addr, size_t bytes) {
   CORAL_TSAN_ACQUIRE(addr);
   read_from_ = addr;
-  if (peer_pid_ == getpid()) {  // ranks that are threads of one process
+  if (same_process_) {  // ranks that are threads of one process
     kernels::copy_streaming(dst, reinterpret_cast<const void*>(addr), bytes);
     return;
   }
@@ -206,7 +206,7 @@ void ShmLink::recv_read(const Message& msg, void* dst) {
 // threads of one process, or its registered region as mapped here. nullptr: read it by
 // cross-memory attach. The sender keeps it unchanged until the operation ends (flush).
 const std::byte* ShmLink::in_place(const std::byte* line, uint64_t addr, size_t bytes) {
-  if (peer_pid_ == getpid()) {
+  if (same_process_) {
     CORAL_TSAN_ACQUIRE(addr);
     read_from_ = addr;
     return reinterpret_cast<const std::byte*>(addr);
