@@ -37,7 +37,28 @@ void validate(const Config& cfg) {
           "--mode ps cannot be combined with --staleness, --elastic, --balance, --compress, --checkpoint, "
           "--resume or --clip");
   }
+  if (cfg.shard_optimizer != "auto" && cfg.shard_optimizer != "on" && cfg.shard_optimizer != "off")
+    throw invalid_argument(fmt::format("--shard-optimizer must be auto, on or off, not '{}'", cfg.shard_optimizer));
+  if (cfg.shard_optimizer == "on") (void)use_shards(cfg, 1, true);
   if (cfg.max_staleness < -1) throw invalid_argument("--max-staleness must be 0 or more (or -1: unbounded)");
+}
+
+bool use_shards(const Config& cfg, int ranks, bool blocking) {
+  // What each rules out: the other modes own the exchange; stale or elastic steps need every
+  // rank to hold all of the optimizer state; 16-bit wires all-reduce a copy; clipping needs the
+  // whole gradient's norm.
+  const char* why = cfg.mode != "sync"                        ? "--mode ps"
+                    : cfg.staleness > 0                       ? "--staleness"
+                    : cfg.elastic                             ? "--elastic"
+                    : cfg.compress.kind != Compression::None  ? "--compress"
+                    : cfg.wire != Wire::Same                  ? "--grad-comm bf16/fp16"
+                    : cfg.optim.clip > 0                      ? "--clip"
+                                                              : nullptr;
+  if (cfg.shard_optimizer == "on") {
+    if (why) throw std::invalid_argument(fmt::format("--shard-optimizer on cannot be combined with {}", why));
+    return true;
+  }
+  return cfg.shard_optimizer == "auto" && !why && ranks > 1 && blocking;
 }
 
 Data load_data(const Config& cfg) {

@@ -175,6 +175,36 @@ void GradSync<T>::wait(int slot) {
 }
 
 template <class T>
+void GradSync<T>::set_shards(int rank, int size) {
+  const size_t p = static_cast<size_t>(size);
+  rank_ = static_cast<size_t>(rank);
+  shard_counts_.assign(p, nparams_ / p);
+  shard_displs_.assign(p, 0);
+  for (size_t r = 0; r < p; r++) {
+    if (r < nparams_ % p) shard_counts_[r]++;
+    if (r > 0) shard_displs_[r] = shard_displs_[r - 1] + shard_counts_[r - 1];
+  }
+}
+
+template <class T>
+void GradSync<T>::reduce_scatter(T* grad) {
+  auto t0 = std::chrono::steady_clock::now();
+  coralResult_t rc = coralReduceScatterv(grad, grad + shard_begin(), shard_counts_.data(), coral::datatype_of<T>(),
+                                         coralSum, comm_, nullptr);
+  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  coral::check(rc, comm_);
+}
+
+template <class T>
+void GradSync<T>::all_gather(T* data, bool timed) {
+  auto t0 = std::chrono::steady_clock::now();
+  coralResult_t rc = coralAllGatherv(data + shard_begin(), shard_counts_[rank_], data, shard_counts_.data(),
+                                     shard_displs_.data(), coral::datatype_of<T>(), comm_, nullptr);
+  if (timed) wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  coral::check(rc, comm_);
+}
+
+template <class T>
 void GradSync<T>::reset(coralComm_t comm) {
   for (Slot& s : slots_) {
     for (coralRequest_t r : s.reqs) coralWait(r);

@@ -43,6 +43,16 @@ class GradSync {
   // After a failure (--elastic): completes and forgets every request in flight, whatever it
   // returns, and uses comm from now on.
   void reset(coralComm_t comm);
+  // The sharded optimizer (ZeRO stage 1, as PyTorch's ZeroRedundancyOptimizer): rank r owns a
+  // balanced slice [shard_begin, shard_end) of the parameters and their optimizer state. The
+  // all-reduce splits in two around the update: reduce_scatter leaves the sum of the rank's slice
+  // in place in grad, and all_gather then sends every rank's updated slice to every rank. The
+  // bytes are the all-reduce's; each rank updates 1/P of the parameters instead of all of them.
+  void set_shards(int rank, int size);
+  size_t shard_begin() const { return shard_displs_.empty() ? 0 : shard_displs_[rank_]; }
+  size_t shard_end() const { return shard_displs_.empty() ? nparams_ : shard_displs_[rank_] + shard_counts_[rank_]; }
+  void reduce_scatter(T* grad);
+  void all_gather(T* data, bool timed = true);
   double wait_seconds() const { return wait_s_; }
   size_t buckets() const { return buckets_.size(); }
 
@@ -67,6 +77,8 @@ class GradSync {
   double wait_s_ = 0;
   bool blocking_ = false;
   size_t nparams_;
+  size_t rank_ = 0;
+  std::vector<size_t> shard_counts_, shard_displs_;
   std::unique_ptr<Compressor<T>> comp_;
 };
 

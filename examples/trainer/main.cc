@@ -64,6 +64,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
   app.add_option("--bucket-mb", cfg.bucket_mb, "gradient bucket size in MiB")->capture_default_str();
   app.add_flag("!--no-overlap", cfg.overlap, "all-reduce after backward instead of during it");
+  app.add_option("--shard-optimizer", cfg.shard_optimizer,
+                 "each rank updates 1/P of the parameters between a reduce-scatter and an all-gather (ZeRO "
+                 "stage 1); auto: where nothing rules it out and there is no backward overlap to lose")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--staleness", cfg.staleness,
                  "apply the averaged gradient from k steps ago while newer all-reduces run (0: synchronous)")
       ->capture_default_str();

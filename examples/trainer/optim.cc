@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace trainer {
 
@@ -50,8 +51,13 @@ CORAL_TRAINER_CLONES void adam_update(size_t n, T* __restrict params, const T* _
 }  // namespace
 
 template <class T>
-double Optimizer<T>::step(T* params, T* g, int64_t global_batch) {
-  size_t n = m_.size();
+double Optimizer<T>::step(T* params, T* g, int64_t global_batch, size_t begin, size_t end) {
+  if (begin > end || end > m_.size()) throw std::out_of_range("optimizer slice outside the parameters");
+  const size_t n = end - begin;
+  if (c_.clip > 0 && n != m_.size()) throw std::logic_error("gradient clipping needs the whole gradient");
+  params += begin;
+  T* m = m_.data() + begin;
+  T* v = v_.empty() ? nullptr : v_.data() + begin;
   double norm = 0;
   if (c_.clip > 0) {
     double sq = 0;
@@ -66,14 +72,13 @@ double Optimizer<T>::step(T* params, T* g, int64_t global_batch) {
   T wd = static_cast<T>(c_.weight_decay);
   t_++;
   if (c_.kind == OptimKind::Sgd) {
-    sgd_update(n, params, g, m_.data(), lr, wd, static_cast<T>(c_.momentum));
+    sgd_update(n, params, g, m, lr, wd, static_cast<T>(c_.momentum));
     return norm;
   }
   double c1 = 1 - std::pow(c_.beta1, static_cast<double>(t_));
   double c2 = 1 - std::pow(c_.beta2, static_cast<double>(t_));
-  adam_update(n, params, g, m_.data(), v_.data(), static_cast<T>(static_cast<double>(lr) / c1), wd,
-              static_cast<T>(c_.beta1), static_cast<T>(c_.beta2), static_cast<T>(1 / std::sqrt(c2)),
-              static_cast<T>(c_.eps));
+  adam_update(n, params, g, m, v, static_cast<T>(static_cast<double>(lr) / c1), wd, static_cast<T>(c_.beta1),
+              static_cast<T>(c_.beta2), static_cast<T>(1 / std::sqrt(c2)), static_cast<T>(c_.eps));
   return norm;
 }
 

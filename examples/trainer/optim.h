@@ -28,7 +28,11 @@ class Optimizer {
   Optimizer(OptimConfig c, size_t n);
   // One update with gradient g (scaled in place when clipping). Returns g's global norm when
   // clipping is on (0 otherwise: computing it costs a pass over the gradient).
-  double step(T* params, T* g, int64_t global_batch);
+  double step(T* params, T* g, int64_t global_batch) { return step(params, g, global_batch, 0, m_.size()); }
+  // The sharded optimizer's update: only parameters [begin, end) move, from the gradient of that
+  // slice at g[0..end-begin); the moments elsewhere stay as they are. Clipping needs the whole
+  // gradient, so a partial slice refuses it.
+  double step(T* params, T* g, int64_t global_batch, size_t begin, size_t end);
 
   const OptimConfig& config() const { return c_; }
   int64_t steps() const { return t_; }

@@ -44,6 +44,11 @@ class Loop {
     // One bucket starts only when backward has ended: there is nothing to overlap, and handing
     // it to the progress thread costs two wake-ups a step.
     sync_.set_blocking(cfg.staleness == 0 && (!cfg.overlap || sync_.buckets() == 1));
+    shard_ = use_shards(cfg, size_, sync_.blocking());
+    if (shard_) {
+      sync_.set_blocking(true);
+      sync_.set_shards(rank_, size_);
+    }
     sync_.compress(cfg.compress, model_.layout(), cfg.seed);
   }
 
@@ -78,6 +83,7 @@ class Loop {
   std::vector<T> xb_;
   std::vector<int32_t> yb_;
   int64_t start_step_ = 0;
+  bool shard_ = false;           // --shard-optimizer: this rank updates only its slice
   int64_t applied_ = -1;         // the last global step whose gradient the optimizer took
   std::vector<int> world_;       // --elastic: each rank's rank in the job's first communicator
   std::vector<int> fail_ranks_;  // --fail-at-step: the first ranks that die then
@@ -93,6 +99,7 @@ class Loop {
   // waits that no rank escaped: the last rank to arrive still waits for the data to move, so
   // the per-step minimum over ranks is the network's share and the rest waits for slower ranks.
   std::vector<double> step_waits_;
+  double shard_waits_[2] = {0, 0};  // the last step's reduce-scatter and all-gather waits
   double network_s_ = 0;
 };
 
@@ -104,6 +111,7 @@ void Loop<T>::start() {
   if (cfg_.compress.kind != Compression::None) extras += ", compress " + to_string(cfg_.compress);
   if (cfg_.slow.rank >= 0) extras += fmt::format(", rank {} slowed {:g}x", cfg_.slow.rank, cfg_.slow.factor);
   if (cfg_.balance) extras += fmt::format(", balance every {} steps", cfg_.balance_every);
+  if (shard_) extras += fmt::format(", optimizer sharded over {} rank{}", size_, size_ == 1 ? "" : "s");
   report_.line(fmt::format(
       "coral-train: {} ({} train / {} test), model {} ({} parameters, {}), {} rank{}, global batch "
       "{}, {} lr {:g} (scaled to {:g}), {} bucket{}, overlap {}, grad comm {}{}",
@@ -166,7 +174,13 @@ void Loop<T>::resume() {
 
 template <class T>
 void Loop<T>::save(int64_t gstep) {
-  if (rank_ != 0 || cfg_.checkpoint.empty()) return;
+  if (cfg_.checkpoint.empty()) return;
+  // Sharded, each rank's moments are current only on its slice: rank 0 collects them.
+  if (shard_) {
+    sync_.all_gather(opt_.m().data(), false);
+    if (!opt_.v().empty()) sync_.all_gather(opt_.v().data(), false);
+  }
+  if (rank_ != 0) return;
   Checkpoint<T> c{model_.layout().dims,
                   static_cast<uint32_t>(cfg_.optim.kind),
                   gstep,
@@ -183,8 +197,20 @@ void Loop<T>::save(int64_t gstep) {
 template <class T>
 void Loop<T>::apply(int64_t gstep) {
   int slot = static_cast<int>(gstep % (cfg_.staleness + 1));
-  sync_.wait(slot);
-  opt_.step(params_.data(), grads_[static_cast<size_t>(slot)].data(), cfg_.batch);
+  T* g = grads_[static_cast<size_t>(slot)].data();
+  if (shard_) {
+    const double w0 = sync_.wait_seconds();
+    sync_.reduce_scatter(g);
+    const double w1 = sync_.wait_seconds();
+    const size_t lo = sync_.shard_begin();
+    opt_.step(params_.data(), g + lo, cfg_.batch, lo, sync_.shard_end());
+    sync_.all_gather(params_.data());
+    shard_waits_[0] = w1 - w0;
+    shard_waits_[1] = sync_.wait_seconds() - w1;
+  } else {
+    sync_.wait(slot);
+    opt_.step(params_.data(), g, cfg_.batch);
+  }
   applied_ = gstep;
 }
 
@@ -254,7 +280,7 @@ void Loop<T>::step(int64_t gstep, size_t s) {
     while (Clock::now() < until) {}
   }
   balancer_.record(idx.size(), since(t0));
-  sync_.launch_rest(slot);
+  if (!shard_) sync_.launch_rest(slot);
   if (gstep >= cfg_.staleness) apply(gstep - cfg_.staleness);
   win_n_ += static_cast<double>(idx.size());
   win_global_ += static_cast<double>(sampler_.batch_size(s));
@@ -325,7 +351,12 @@ Result Loop<T>::run() {
         if (balancer_.due(gstep)) rebalance(gstep);
         step(gstep, s);
         train_s_ += since(t0);
-        step_waits_.push_back(sync_.wait_seconds() - step_wait0_);
+        // Sharded, the step waits in two collectives with the update between them: each one's
+        // wait is split on its own, as the least any rank waited in it is the network's part.
+        if (shard_)
+          step_waits_.insert(step_waits_.end(), shard_waits_, shard_waits_ + 2);
+        else
+          step_waits_.push_back(sync_.wait_seconds() - step_wait0_);
         step_wait0_ = sync_.wait_seconds();
         samples_ += static_cast<int64_t>(sampler_.batch_size(s));
         gstep++;

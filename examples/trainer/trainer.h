@@ -25,8 +25,9 @@ struct Config {
   bool f64 = false;  // parameters, gradients and all-reduce in double
   Wire wire = Wire::Same;
   double bucket_mb = 25;
-  bool overlap = true;  // all-reduce buckets during backward
-  int staleness = 0;    // apply the gradient from k steps ago
+  bool overlap = true;                   // all-reduce buckets during backward
+  std::string shard_optimizer = "auto";  // auto | on | off: the optimizer update split over the ranks
+  int staleness = 0;                     // apply the gradient from k steps ago
   uint64_t seed = 1;
   std::string checkpoint;  // written at each epoch end and every checkpoint_every steps
   int64_t checkpoint_every = 0;
@@ -54,6 +55,10 @@ struct Result {
   double network_wait_pct = 0;  // the part of comm_wait_pct every rank waited (see trainer.cc)
   double bytes_per_step = 0;    // what one rank put into collectives (or messages) per step
 };
+
+// Whether the sharded optimizer runs (--shard-optimizer): "on" throws where an option rules it
+// out; "auto" takes it on several ranks when the all-reduce would be one blocking call anyway.
+bool use_shards(const Config& cfg, int ranks, bool blocking);
 
 // Runs training on every rank of comm; throws std::exception with a clear message on bad input.
 Result train(const Config& cfg, coral::communicator& comm);

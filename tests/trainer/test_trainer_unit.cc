@@ -170,6 +170,51 @@ TEST_CASE("optimizers: SGD with momentum and Adam follow their update rules; cli
   CHECK(q[1] == Approx(-0.5 * 0.8));
 }
 
+TEST_CASE("sharded optimizer: slices updated apart equal the whole update, bitwise") {
+  OptimConfig c;  // Adam, the default
+  c.weight_decay = 0.01;
+  const size_t n = 37, k = 19;
+  std::vector<float> whole(n), sharded(n), g(n);
+  for (size_t i = 0; i < n; i++) whole[i] = sharded[i] = 0.1f * static_cast<float>(i) - 1;
+  Optimizer<float> all(c, n), a(c, n), b(c, n);  // a owns [0, k), b owns [k, n)
+  for (int step = 0; step < 5; step++) {
+    for (size_t i = 0; i < n; i++) g[i] = std::sin(static_cast<float>(i * 7 + step));
+    std::vector<float> ga(g), gb(g);
+    all.step(whole.data(), g.data(), 128);
+    std::vector<float> pa(sharded), pb(sharded);
+    a.step(pa.data(), ga.data(), 128, 0, k);
+    b.step(pb.data(), gb.data() + k, 128, k, n);
+    // Nothing outside a rank's slice moved: the all-gather brings the rest.
+    for (size_t i = 0; i < n; i++) CHECK((i < k ? pb[i] : pa[i]) == sharded[i]);
+    for (size_t i = 0; i < n; i++) sharded[i] = i < k ? pa[i] : pb[i];
+  }
+  CHECK(whole == sharded);
+  for (size_t i = k; i < n; i++) CHECK(a.m()[i] == 0);
+  for (size_t i = 0; i < k; i++) CHECK(b.v()[i] == 0);
+  CHECK_THROWS_AS(a.step(whole.data(), g.data(), 128, k, n + 1), std::out_of_range);
+  c.clip = 1;
+  Optimizer<float> clipped(c, n);
+  CHECK_THROWS_AS(clipped.step(whole.data(), g.data(), 128, 0, k), std::logic_error);
+}
+
+TEST_CASE("--shard-optimizer: auto takes it where nothing rules it out, on names the obstacle") {
+  Config cfg;
+  CHECK(use_shards(cfg, 2, true));
+  CHECK_FALSE(use_shards(cfg, 1, true));   // one rank: nothing to split
+  CHECK_FALSE(use_shards(cfg, 4, false));  // bucketed overlap would be lost
+  cfg.staleness = 1;
+  CHECK_FALSE(use_shards(cfg, 2, true));
+  cfg.shard_optimizer = "on";
+  CHECK_THROWS_WITH(use_shards(cfg, 2, true), Catch::Contains("--staleness"));
+  cfg.staleness = 0;
+  cfg.optim.clip = 1;
+  CHECK_THROWS_WITH(use_shards(cfg, 2, true), Catch::Contains("--clip"));
+  cfg.optim.clip = 0;
+  CHECK(use_shards(cfg, 3, false));  // on: even over buckets
+  cfg.shard_optimizer = "off";
+  CHECK_FALSE(use_shards(cfg, 2, true));
+}
+
 TEST_CASE("checkpoints round-trip and reject damage") {
   std::string path = temp_path("ckpt");
   Checkpoint<float> c{{3, 4, 2}, 1, 17, 16, 64, 99, {1.5f, -2.f, 3.f}, {0.1f, 0.2f, 0.3f}, {}};

@@ -32,6 +32,19 @@ done
 trainp 2 "$tmp/f64-seed" --dtype f64 --optimizer sgd --epochs 2 --steps 30 --seed 2
 $cmp "$tmp/f64-sgd-1" "$tmp/f64-seed" 1e-12 >/dev/null && bad "seed change went unnoticed" || ok "comparison detects a difference"
 
+echo "== sharded optimizer (the default on several ranks): the same updates as every rank doing all"
+trainp 3 "$tmp/f64-adam-3-whole" --dtype f64 --optimizer adam --epochs 2 --steps 30 --shard-optimizer off \
+  || bad "f64 adam P=3 unsharded run"
+grep -q "optimizer sharded over 3 ranks" "$tmp/f64-adam-3.log" && ! grep -q "optimizer sharded" "$tmp/f64-adam-3-whole.log" \
+  && ok "the header says when the optimizer is sharded" || bad "header: $(head -1 "$tmp/f64-adam-3.log")"
+$cmp "$tmp/f64-adam-3" "$tmp/f64-adam-3-whole" 1e-12 && ok "sharded = unsharded at P=3 (f64)" || bad "sharding changed P=3"
+# Two ranks add the same two numbers whichever way: bitwise equal.
+trainp 2 "$tmp/f32-2-whole" --epochs 2 --steps 30 --shard-optimizer off || bad "f32 P=2 unsharded run"
+$cmp "$tmp/f32-2" "$tmp/f32-2-whole" 0 && ok "sharded = unsharded at P=2, bitwise (f32)" || bad "sharding changed P=2"
+trainp 3 "$tmp/sgd-3-on" --dtype f64 --optimizer sgd --epochs 2 --steps 30 --bucket-mb 0.01 --shard-optimizer on \
+  || bad "sgd P=3 sharded over small buckets"
+$cmp "$tmp/f64-sgd-1" "$tmp/sgd-3-on" 1e-12 && ok "--shard-optimizer on with SGD and buckets" || bad "sharded SGD differs"
+
 echo "== checkpoint and resume"
 ck=$tmp/ck
 trainp 2 "$tmp/straight" --dtype f64 --epochs 3 || bad "straight run"
@@ -113,6 +126,8 @@ expect_fail "another model" --resume "$ck" --hidden 64 --dtype f64 --batch 60
 expect_fail "global batch 60, not 128" --resume "$ck" --dtype f64
 expect_fail "8-byte parameters" --resume "$ck"
 expect_fail "grad-comm" --grad-comm fp8
+expect_fail "shard-optimizer on cannot be combined with --clip" --shard-optimizer on --clip 1
+expect_fail "shard-optimizer on cannot be combined with --staleness" --shard-optimizer on --staleness 1
 
 echo "== Fashion-MNIST, 4 ranks, default model: at least 85% test accuracy in 5 epochs"
 if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
