@@ -47,13 +47,13 @@ bool use_shards(const Config& cfg, int ranks, bool blocking) {
   // What each rules out: the other modes own the exchange; stale or elastic steps need every
   // rank to hold all of the optimizer state; 16-bit wires all-reduce a copy; clipping needs the
   // whole gradient's norm.
-  const char* why = cfg.mode != "sync"                        ? "--mode ps"
-                    : cfg.staleness > 0                       ? "--staleness"
-                    : cfg.elastic                             ? "--elastic"
-                    : cfg.compress.kind != Compression::None  ? "--compress"
-                    : cfg.wire != Wire::Same                  ? "--grad-comm bf16/fp16"
-                    : cfg.optim.clip > 0                      ? "--clip"
-                                                              : nullptr;
+  const char* why = cfg.mode != "sync"                       ? "--mode ps"
+                    : cfg.staleness > 0                      ? "--staleness"
+                    : cfg.elastic                            ? "--elastic"
+                    : cfg.compress.kind != Compression::None ? "--compress"
+                    : cfg.wire != Wire::Same                 ? "--grad-comm bf16/fp16"
+                    : cfg.optim.clip > 0                     ? "--clip"
+                                                             : nullptr;
   if (cfg.shard_optimizer == "on") {
     if (why) throw std::invalid_argument(fmt::format("--shard-optimizer on cannot be combined with {}", why));
     return true;
