@@ -97,9 +97,11 @@ double Mlp<T>::loss_grad(const T* params, const T* x, const int32_t* y, int n, T
     // delta for the layer below: (delta W^T) masked by ReLU'(its output).
     delta_prev_.resize(static_cast<size_t>(n) * in);
     if (n > 0) gemm(false, true, n, in, out, T(1), delta_.data(), out, w, out, T(0), delta_prev_.data(), in);
+    // Written without a branch, so that it vectorises: about half the units are off, and the
+    // mispredicted branch made this loop most of the non-BLAS time of a step.
     const T* a = act(l);  // l >= 1 here: the ReLU output below
-    for (size_t i = 0; i < delta_prev_.size(); i++)
-      if (a[i] <= T(0)) delta_prev_[i] = T(0);
+    T* d = delta_prev_.data();
+    for (size_t i = 0, m = delta_prev_.size(); i < m; i++) d[i] = a[i] <= T(0) ? T(0) : d[i];
     delta_.swap(delta_prev_);
   }
   return loss;
