@@ -2,10 +2,10 @@
 
 #include <coral/coral.hpp>
 
-#include <chrono>
 #include <stdexcept>
 #include <type_traits>
 
+#include "common.h"
 #include "kernels/cpu/half.h"
 
 #if defined(__x86_64__)
@@ -128,9 +128,9 @@ void GradSync<T>::launch(Slot& s, const Bucket& b) {
     t = wire_ == Wire::Bf16 ? coralBfloat16 : coralFloat16;
   }
   if (blocking_) {
-    auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     coralResult_t rc = coralAllReduce(buf, buf, n, t, coralSum, comm_, nullptr);
-    wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    wait_s_ += since(t0);
     coral::check(rc, comm_);
     return;
   }
@@ -156,10 +156,10 @@ void GradSync<T>::launch_rest(int slot) {
 template <class T>
 void GradSync<T>::wait(int slot) {
   Slot& s = slots_.at(static_cast<size_t>(slot));
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   if (comp_) {  // (--elastic is refused with --compress: a failure here ends the run)
     comp_->reduce(s.grad);
-    wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    wait_s_ += since(t0);
     return;
   }
   coralResult_t first = coralSuccess;
@@ -168,7 +168,7 @@ void GradSync<T>::wait(int slot) {
     if (first == coralSuccess) first = rc;
   }
   s.reqs.clear();
-  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  wait_s_ += since(t0);
   coral::check(first, comm_);
   if (wire_ == Wire::Same) return;
   unpack16(s.wire.data(), s.grad, s.wire.size(), wire_);
@@ -188,19 +188,19 @@ void GradSync<T>::set_shards(int rank, int size) {
 
 template <class T>
 void GradSync<T>::reduce_scatter(T* grad) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   coralResult_t rc = coralReduceScatterv(grad, grad + shard_begin(), shard_counts_.data(), coral::datatype_of<T>(),
                                          coralSum, comm_, nullptr);
-  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  wait_s_ += since(t0);
   coral::check(rc, comm_);
 }
 
 template <class T>
 void GradSync<T>::all_gather(T* data, bool timed) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   coralResult_t rc = coralAllGatherv(data + shard_begin(), shard_counts_[rank_], data, shard_counts_.data(),
                                      shard_displs_.data(), coral::datatype_of<T>(), comm_, nullptr);
-  if (timed) wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (timed) wait_s_ += since(t0);
   coral::check(rc, comm_);
 }
 
