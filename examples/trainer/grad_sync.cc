@@ -2,11 +2,12 @@
 
 #include <coral/coral.hpp>
 
+#include <bit>
+#include <cstdint>
 #include <stdexcept>
 #include <type_traits>
 
 #include "common.h"
-#include "kernels/cpu/half.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -15,24 +16,34 @@
 namespace trainer {
 namespace {
 
-namespace k = coral::kernels;
+// The 16-bit wire formats, both rounded to nearest even as Coral's own conversions are, so a
+// gradient packed here reduces as if Coral had cast it. bf16 is float's top half; fp16 goes
+// through the compiler's _Float16. The trainer uses only Coral's public API, so it keeps its own.
+uint16_t to_bf16(float f) {
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // NaN stays NaN
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float from_bf16(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+uint16_t to_fp16(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+float from_fp16(uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }
 
 #if defined(__x86_64__)
-// The F16C instructions round exactly as k::float_to_half does (and widen as k::half_to_float),
-// and are several times faster on gradients, whose many tiny values take the portable
-// conversion's subnormal branch: --grad-comm fp16 ran at half bf16's speed without them.
+// The F16C instructions round as to_fp16 does, and are several times faster on gradients, whose
+// many tiny values take the software conversion's subnormal branch: --grad-comm fp16 ran at
+// half bf16's speed without them.
 __attribute__((target("avx,f16c"))) void pack_f16c(const float* g, uint16_t* w, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(w + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(g + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  for (; i < n; i++) w[i] = k::float_to_half(g[i]);
+  for (; i < n; i++) w[i] = to_fp16(g[i]);
 }
 __attribute__((target("avx,f16c"))) void unpack_f16c(const uint16_t* w, float* g, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(g + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i))));
-  for (; i < n; i++) g[i] = k::half_to_float(w[i]);
+  for (; i < n; i++) g[i] = from_fp16(w[i]);
 }
 const bool kF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
 #endif
@@ -40,27 +51,27 @@ const bool kF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx
 template <class T>
 void pack16(const T* g, uint16_t* w, size_t n, Wire wire) {
   if (wire == Wire::Bf16) {
-    for (size_t i = 0; i < n; i++) w[i] = k::float_to_bf16(static_cast<float>(g[i]));
+    for (size_t i = 0; i < n; i++) w[i] = to_bf16(static_cast<float>(g[i]));
     return;
   }
 #if defined(__x86_64__)
   if constexpr (std::is_same_v<T, float>)
     if (kF16c) return pack_f16c(g, w, n);
 #endif
-  for (size_t i = 0; i < n; i++) w[i] = k::float_to_half(static_cast<float>(g[i]));
+  for (size_t i = 0; i < n; i++) w[i] = to_fp16(static_cast<float>(g[i]));
 }
 
 template <class T>
 void unpack16(const uint16_t* w, T* g, size_t n, Wire wire) {
   if (wire == Wire::Bf16) {
-    for (size_t i = 0; i < n; i++) g[i] = static_cast<T>(k::bf16_to_float(w[i]));
+    for (size_t i = 0; i < n; i++) g[i] = static_cast<T>(from_bf16(w[i]));
     return;
   }
 #if defined(__x86_64__)
   if constexpr (std::is_same_v<T, float>)
     if (kF16c) return unpack_f16c(w, g, n);
 #endif
-  for (size_t i = 0; i < n; i++) g[i] = static_cast<T>(k::half_to_float(w[i]));
+  for (size_t i = 0; i < n; i++) g[i] = static_cast<T>(from_fp16(w[i]));
 }
 
 }  // namespace
