@@ -2,10 +2,46 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <torch/csrc/utils/tensor_dtypes.h>
 #include <torch/version.h>
 
+#include <cctype>
+#include <type_traits>
+#include <utility>
+
 namespace coral::torch_backend {
+
+namespace {
+
+// Python's name of a dtype (int16, not Short), the one the caller wrote. torch's own
+// getDtypeNames lives in libtorch_python, whose symbols are hidden from torch 2.7 on.
+std::string python_name(at::ScalarType s) {
+  switch (s) {
+    case at::kShort:
+      return "int16";
+    case at::kComplexHalf:
+      return "complex32";
+    default: {
+      std::string n = c10::toString(s);  // UInt16 -> uint16, QInt8 -> qint8, Float8_e4m3fnuz -> ...
+      for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return n;
+    }
+  }
+}
+
+// PREMUL_SUM's tensor factor: a vector of them in torch 1.13, one tensor from torch 2.
+template <class S, class = void>
+struct HasOneFactor : std::false_type {};
+template <class S>
+struct HasOneFactor<S, std::void_t<decltype(std::declval<S&>().tensor_factor)>> : std::true_type {};
+template <class S>
+at::Tensor tensor_factor(const S& s) {
+  if constexpr (HasOneFactor<S>::value)
+    return s.tensor_factor;
+  else
+    return s.tensor_factors.empty() ? at::Tensor() : s.tensor_factors.front();
+}
+
+}  // namespace
 
 coralDataType_t coral_type(const at::Tensor& t, const char* what) {
   switch (t.scalar_type()) {
@@ -39,8 +75,7 @@ coralDataType_t coral_type(const at::Tensor& t, const char* what) {
 #endif
     default:
       // Python's name (torch.int16), the one the caller wrote.
-      TORCH_CHECK(false, "coral: ", what, " does not support dtype torch.",
-                  torch::utils::getDtypeNames(t.scalar_type()).first,
+      TORCH_CHECK(false, "coral: ", what, " does not support dtype torch.", python_name(t.scalar_type()),
                   " (supported: float16, bfloat16, float32, float64, int8, uint8, int32, int64, bool, complex64, "
                   "complex128)");
   }
@@ -94,10 +129,11 @@ RedOp::RedOp(const ::c10d::ReduceOp& op, const at::Tensor& sample, coralComm_t c
       TORCH_CHECK(sup, "coral: ", what, ": ReduceOp.PREMUL_SUM carries no factor");
       at::Tensor factor;
       coralScalarResidence_t residence = coralScalarHostImmediate;
-      if (sup->tensor_factors.empty()) {
+      const at::Tensor given = tensor_factor(*sup);
+      if (!given.defined()) {
         factor = at::scalar_tensor(sup->double_factor, sample.options().device(at::kCPU));
       } else {
-        factor = sup->tensor_factors.front().to(sample.scalar_type()).contiguous();
+        factor = given.to(sample.scalar_type()).contiguous();
         if (factor.is_cuda()) residence = coralScalarDevice;
       }
       const coralResult_t r =

@@ -1,9 +1,21 @@
 # Prints what meson needs to build against the torch this python imports, one value a line in this order.
+import os
+
 import torch
-from torch.utils import cpp_extension
+
+try:
+    from torch.utils import cpp_extension
+
+    includes, libdirs = cpp_extension.include_paths(), cpp_extension.library_paths()
+except ImportError:
+    # cpp_extension needs setuptools, which a fresh venv (Python 3.12+) lacks; these are the
+    # paths it would give for a CPU build.
+    base = os.path.dirname(torch.__file__)
+    includes = [os.path.join(base, "include"), os.path.join(base, "include", "torch", "csrc", "api", "include")]
+    libdirs = [os.path.join(base, "lib")]
 
 print(torch.__version__.split("+")[0])
 print((torch.version.cuda or ""))
-print(";".join(cpp_extension.include_paths()))
-print(";".join(cpp_extension.library_paths()))
+print(";".join(includes))
+print(";".join(libdirs))
 print(str(int(torch._C._GLIBCXX_USE_CXX11_ABI)))

@@ -11,8 +11,9 @@
 #include "compat/torch/convert.h"
 
 #ifdef CORAL_TORCH_CUDA
-#include <ATen/cuda/CUDAContext.h>
+// Not ATen/cuda/CUDAContext.h: it wants cuBLAS/cuSPARSE/cuSOLVER headers a bare toolkit lacks.
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #endif
 
 namespace coral::torch_backend {
@@ -130,7 +131,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     // Stream-ordered on torch's current stream, as ProcessGroupNCCL: the caller's later kernels
     // on that stream see the result; the future's CUDA events carry it to other streams.
     c10::cuda::CUDAGuard guard(sample.device());
-    void* stream = at::cuda::getCurrentCUDAStream(sample.device().index()).stream();
+    // Works on device tensors complete when queued, so a stream-ordered call that failed
+    // (a dead peer, a timeout) is reported here, at the group's next call, as NCCL's watchdog
+    // would have it: never silently as success.
+    coralResult_t async = coralSuccess;
+    if (coralCommGetAsyncError(comm_, &async) == coralSuccess && async != coralSuccess && async != coralInProgress)
+      fail(what, async);
+    void* stream = c10::cuda::getCurrentCUDAStream(sample.device().index()).stream();
     const coralResult_t r = issue(stream, nullptr);
     if (r != coralSuccess) fail(what, r);
     auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);

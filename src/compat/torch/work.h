@@ -3,6 +3,7 @@
 // thread wake-ups); a future asked for, or a work dropped unwaited, goes to the completion
 // thread instead, so DDP's futures complete even after the work itself is gone.
 #pragma once
+#include <c10/util/Optional.h>  // c10::optional: a class of its own in 1.13, std::optional's alias in 2.x
 #include <coral/coral.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
