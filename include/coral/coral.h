@@ -241,6 +241,11 @@ CORAL_API coralResult_t coralIRecv(void* recvbuff, size_t count, coralDataType_t
 CORAL_API coralResult_t coralTest(coralRequest_t request, int* done);
 /* Blocks until complete, returns the operation's result and frees the request. */
 CORAL_API coralResult_t coralWait(coralRequest_t request);
+/* Blocks until one of requests[0..count) is complete (NULL entries are skipped; the requests may
+ * belong to different communicators), as MPI_Waitany: sets *index to it, frees it, sets
+ * requests[*index] to NULL and returns its operation's result. With no non-NULL entry it
+ * returns coralSuccess at once with *index = -1. */
+CORAL_API coralResult_t coralWaitAny(int count, coralRequest_t* requests, int* index);
 
 /* Registered buffers, the zero-copy path. coralMemAlloc gives host memory that local peers can
  * map (memfd-backed); coralMemFree frees only such memory (anything else, or memory still

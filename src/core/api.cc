@@ -251,4 +251,34 @@ coralResult_t coralWait(coralRequest_t request) {
   });
 }
 
+coralResult_t coralWaitAny(int count, coralRequest_t* requests, int* index) {
+  coralRequest_t done = nullptr;
+  const coralResult_t g = guard(nullptr, "coralWaitAny", [&] {
+    if (!index) fail(coralInvalidArgument, "index is NULL");
+    *index = -1;
+    if (count < 0) fail(coralInvalidArgument, fmt::format("count is {}", count));
+    if (count > 0 && !requests) fail(coralInvalidArgument, "requests is NULL");
+    std::vector<const std::shared_ptr<coral::Request>*> reqs(static_cast<size_t>(count));
+    for (int i = 0; i < count; i++) reqs[static_cast<size_t>(i)] = requests[i] ? &requests[i]->req : nullptr;
+    const int i = coral::wait_any(reqs.data(), reqs.size());
+    if (i < 0) return;
+    done = requests[i];
+    requests[i] = nullptr;
+    *index = i;
+  });
+  if (!done) return g;
+  // Its failure is reported as its communicator's last error, as coralWait does.
+  return guard(done->comm, "coralWaitAny", [&] {
+    coralResult_t rc;
+    std::string err;
+    {
+      std::lock_guard<std::mutex> lock(done->req->mu);
+      rc = done->req->result;
+      err = done->req->error;
+    }
+    delete done;
+    if (rc != coralSuccess) fail(rc, err);
+  });
+}
+
 }  // extern "C"

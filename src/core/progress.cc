@@ -16,6 +16,50 @@ void Request::finish(coralResult_t rc, const std::string& err) {
     error = err;
   }
   cv.notify_all();
+  // Seen after `done` was set under mu: a waiter that missed it had already counted itself.
+  AnyWaiters& any = any_waiters();
+  if (any.count.load() > 0) {
+    {
+      std::lock_guard<std::mutex> lock(any.mu);
+      ++any.epoch;
+    }
+    any.cv.notify_all();
+  }
+}
+
+AnyWaiters& any_waiters() {
+  static AnyWaiters a;
+  return a;
+}
+
+int wait_any(const std::shared_ptr<Request>* const* reqs, size_t n) {
+  AnyWaiters& any = any_waiters();
+  // Counted before looking, so a request finishing after our look bumps the epoch we hold.
+  any.count.fetch_add(1);
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i] && (*reqs[i])->callers_waiting) (*reqs[i])->callers_waiting->fetch_add(1, std::memory_order_relaxed);
+  int found = -1;
+  for (;;) {
+    uint64_t seen;
+    {
+      std::lock_guard<std::mutex> lock(any.mu);
+      seen = any.epoch;
+    }
+    bool any_live = false;
+    for (size_t i = 0; i < n && found < 0; i++) {
+      if (!reqs[i]) continue;
+      any_live = true;
+      std::lock_guard<std::mutex> lock((*reqs[i])->mu);
+      if ((*reqs[i])->done) found = static_cast<int>(i);
+    }
+    if (found >= 0 || !any_live) break;
+    std::unique_lock<std::mutex> lock(any.mu);
+    any.cv.wait(lock, [&] { return any.epoch != seen; });
+  }
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i] && (*reqs[i])->callers_waiting) (*reqs[i])->callers_waiting->fetch_sub(1, std::memory_order_relaxed);
+  any.count.fetch_sub(1);
+  return found;
 }
 
 ProgressQueue::~ProgressQueue() {

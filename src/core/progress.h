@@ -78,6 +78,19 @@ struct Request {
   void wait_done();
 };
 
+// Callers of coralWaitAny, who wait for any one of several requests (of any communicators),
+// sleep here; finish() wakes them only while there are some.
+struct AnyWaiters {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t epoch = 0;  // bumped, under mu, by each finish() that saw waiters
+  std::atomic<int> count{0};
+};
+AnyWaiters& any_waiters();
+// Blocks until one of reqs (null entries skipped) has finished; returns its index, or -1 if
+// every entry is null.
+int wait_any(const std::shared_ptr<Request>* const* reqs, size_t n);
+
 // One progress thread per communicator, started by the first request: requests run in
 // submission order, each through `run`, which must finish() the request.
 class ProgressQueue {

@@ -3,7 +3,9 @@
 #include <coral/coral.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -180,4 +182,57 @@ TEST_CASE("a send to oneself without its receive times out instead of hanging") 
   CHECK(coralWait(r) == coralTimeout);
   CHECK(std::string(coralGetLastError(comm)).find("itself") != std::string::npos);
   CHECK(coralCommDestroy(comm) == coralSuccess);  // and destroying it does not hang
+}
+
+TEST_CASE("coralWaitAny returns receives in the order they complete") {
+  // Rank 1 sends only once rank 0 has taken rank 2's message, so the order is forced.
+  std::atomic<bool> took_2{false};
+  CHECK(on_ranks(3, [&](int rank, coralComm_t comm) -> std::string {
+          const size_t bytes = 256 << 10;
+          std::vector<uint8_t> out(bytes);
+          for (size_t i = 0; i < bytes; ++i) out[i] = pattern(rank, i);
+          if (rank == 2)
+            return coralSend(out.data(), bytes, coralUint8, 0, comm, nullptr) == coralSuccess ? "" : "send 2";
+          if (rank == 1) {
+            for (int i = 0; !took_2.load() && i < 20000; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (!took_2.load()) return "rank 0 never took rank 2's message";
+            return coralSend(out.data(), bytes, coralUint8, 0, comm, nullptr) == coralSuccess ? "" : "send 1";
+          }
+          std::vector<uint8_t> in1(bytes), in2(bytes);
+          coralRequest_t reqs[3] = {nullptr, nullptr, nullptr};  // a NULL entry is skipped
+          CALL(coralIRecv(in1.data(), bytes, coralUint8, 1, comm, &reqs[0]));
+          CALL(coralIRecv(in2.data(), bytes, coralUint8, 2, comm, &reqs[2]));
+          int first = -2, second = -2, none = -2;
+          CALL(coralWaitAny(3, reqs, &first));
+          if (first != 2 || reqs[2] != nullptr)
+            return fmt::format("first index {}, expected 2 and its entry NULL", first);
+          if (std::string e = check_bytes(in2, 2, "from 2"); !e.empty()) return e;
+          took_2 = true;
+          CALL(coralWaitAny(3, reqs, &second));
+          if (second != 0 || reqs[0] != nullptr) return fmt::format("second index {}, expected 0", second);
+          CALL(coralWaitAny(3, reqs, &none));
+          if (none != -1) return fmt::format("with every entry NULL the index is {}, not -1", none);
+          return check_bytes(in1, 1, "from 1");
+        }) == "");
+}
+
+TEST_CASE("coralWaitAny returns a failed request's error and frees it") {
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
+  cfg.timeoutSeconds = 1;
+  coralComm_t comm = nullptr;
+  REQUIRE(coralCommInitRankConfig(&comm, 1, id, 0, &cfg) == coralSuccess);
+  uint8_t b = 1;
+  coralRequest_t r[1] = {nullptr};
+  REQUIRE(coralISend(&b, 1, coralUint8, 0, comm, &r[0]) == coralSuccess);  // its receive never comes
+  int index = -2;
+  CHECK(coralWaitAny(1, r, &index) == coralTimeout);
+  CHECK(index == 0);
+  CHECK(r[0] == nullptr);
+  CHECK(std::string(coralGetLastError(comm)).find("itself") != std::string::npos);
+  CHECK(coralWaitAny(1, r, nullptr) == coralInvalidArgument);
+  CHECK(coralWaitAny(-1, r, &index) == coralInvalidArgument);
+  CHECK(std::string(coralGetLastError(nullptr)).find("count") != std::string::npos);
+  CHECK(coralCommDestroy(comm) == coralSuccess);
 }
