@@ -66,6 +66,11 @@ const std::vector<Knob>& knobs() {
       bytes("CORAL_GPU_STAGE_BYTES", "4M", 4096, kG, 1,
             "Device buffers crossing hosts are staged through pinned host memory in pieces this large, so copies "
             "and the network overlap."),
+      choice("CORAL_GPU_STREAM_WAIT", "auto", "auto,flag,host",
+             "How a stream-ordered call holds back the caller's stream. flag: the stream waits on a host-mapped "
+             "word the progress thread raises, and the call returns at once. host: the call returns once done, "
+             "the stream never waits (slower; needed where a waiting stream could block Coral's own work on the "
+             "same hardware queue). auto: host when CUDA_DEVICE_MAX_CONNECTIONS=1, else flag."),
       integer("CORAL_GPU_EMULATE", "0", 0, 1,
               "Test hook: 1 makes a stand-in GPU of host memory (no CUDA needed), so the device-buffer path runs "
               "on machines without one."),

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cstdlib>
+#include <string>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -34,24 +36,50 @@ size_t Communicator::device_chunk_bytes() {
   return gpu_ && gpu_->connected ? gpu_->chunk_bytes : 0;
 }
 
+namespace {
+// CORAL_GPU_STREAM_WAIT. A parked stream's wait sits in a hardware queue of the GPU; Coral's
+// stream, if it shares that queue, would queue its kernels behind the wait forever. With
+// CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron sets it) every stream shares the one queue.
+bool wait_on_host() {
+  const std::string v = config::get_string("CORAL_GPU_STREAM_WAIT");
+  if (v != "auto") return v == "host";
+  const char* c = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  return c && std::string(c) == "1";
+}
+}  // namespace
+
 void Communicator::ensure_gpu() {
   check_usable();
   const int dev = gpu::current_device();
   std::lock_guard<std::mutex> lock(queue_.mutex());
   if (!gpu_) {
-    gpu_ = std::make_unique<GpuState>(dev);
+    gpu_ = std::make_unique<GpuState>(dev, wait_on_host());
     gpu::load_kernels();
-    log::info(log::Coll, "stream-ordered calls run on GPU {}", dev);
+    log::info(log::Coll, "stream-ordered calls run on GPU {}; the caller's stream waits {}", dev,
+              gpu_->host_wait ? "on the host (CORAL_GPU_STREAM_WAIT=host)" : "on a flag");
   }
 }
 
 void Communicator::submit_stream(std::shared_ptr<Request> req, void* stream) {
+  // Captured, the call would run once now and its replays would only wait on the flag.
+  if (gpu::stream_capturing(stream))
+    fail(coralInvalidUsage,
+         "the stream is being captured into a CUDA graph: Coral's stream-ordered calls cannot be "
+         "captured (make them outside the capture)");
   req->ready = gpu_->events->take();
   req->ready->record(stream);
-  queue_.submit(req, [&] {
-    req->seq = ++gpu_->issued;
-    gpu_->flag.stream_wait_geq(stream, req->seq);
-  });
+  uint64_t seq = 0;
+  queue_.submit(req, [&] { seq = req->seq = ++gpu_->issued; });
+  if (gpu_->host_wait) {
+    req->wait_done();
+    std::lock_guard<std::mutex> lock(req->mu);
+    if (req->result != coralSuccess) fail(req->result, req->error);
+    return;
+  }
+  // Not under the queue's lock: enqueueing blocks while the stream's launch queue is full, and
+  // the progress thread needs that lock to take the very call the stream waits for. A wait
+  // enqueued after the flag passed seq passes at once.
+  gpu_->flag.stream_wait_geq(stream, seq);
 }
 
 void Communicator::run_on_stream(Call call, void* stream, bool device) {
@@ -66,6 +94,7 @@ void Communicator::run_on_stream(Call call, void* stream, bool device) {
   if (device && !gpu_->all_local) staging_buffers(call);
   if (device && gpu_->all_local && call.premul.on)
     gpu_->premul.get(reduced_elems(call) * kernels::dtype_size(call.args.dtype));
+  if (call.premul.on && call.premul.device_scalar) gpu_->scalar.get(8);
   if (device && gpu_->all_local && call.args.in_place &&
       (call.args.coll == collectives::Coll::AllToAll || call.args.coll == collectives::Coll::AllToAllv))
     gpu_->scratch.get(std::max(gpu_->chunk_bytes, extent_bytes(call, rank_, nranks_)));
@@ -85,6 +114,7 @@ void Communicator::run_stream_call(Request& r) {
   } raise{*gpu_, r.seq};
   try {
     gpu::set_device(gpu_->device);
+    gpu::relax_capture();
     r.ready->sync();
     if (!r.group.empty()) {
       run_stream_p2p(r);

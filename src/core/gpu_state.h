@@ -79,9 +79,27 @@ class EventPool : public std::enable_shared_from_this<EventPool> {
 using DeviceBuffer = GrowBuffer<gpu::alloc_device, gpu::free_device>;
 using PinnedBuffer = GrowBuffer<gpu::alloc_pinned, gpu::free_pinned>;
 
+// Puts the thread's device back once the GpuState holding it is gone (its first member, so
+// destroyed last).
+struct DeviceRestore {
+  int prev = -1;
+  ~DeviceRestore() {
+    if (prev >= 0) gpu::set_device(prev);
+  }
+};
+
 struct GpuState {
-  explicit GpuState(int dev) : device(dev) {}
+  GpuState(int dev, bool wait_on_host) : device(dev), host_wait(wait_on_host) {}
+  // The flag's free syncs the current device, and the buffers belong to ours: make it current.
+  ~GpuState() {
+    restore.prev = gpu::current_device();
+    gpu::set_device(device);
+  }
+  DeviceRestore restore;
   int device;
+  // CORAL_GPU_STREAM_WAIT: the caller waits on the host for each stream call, and its stream
+  // is never parked on the flag.
+  bool host_wait;
   gpu::Stream stream;   // the progress thread's: kernels and copies of every device call
   gpu::HostFlag flag;   // callers' streams wait on it
   uint64_t issued = 0;  // stream calls handed to the progress thread (under the progress queue's lock)
@@ -96,6 +114,7 @@ struct GpuState {
   DeviceBuffer scratch;   // one-shot and two-shot fold here: at most chunk_bytes
   PinnedBuffer stage[4];  // send and receive staging, double-buffered
   DeviceBuffer premul;    // PreMulSum's scaled inputs
+  PinnedBuffer scalar;    // a device PreMulSum scalar read back for the host path
   gpu::Event staged[2];   // piece k copied to pinned memory
   gpu::Event landed[2];   // piece k copied back to the GPU
 };

@@ -96,8 +96,12 @@ void Communicator::prescale(Call& c) {
     // Only stream-ordered calls get here with a device scalar (a host call reads it at its
     // launch), so the progress thread's stream exists: no CUDA object is made here.
     if (!gpu_) fail(coralInternalError, "a device PreMulSum scalar reached a host call unread");
-    gpu::copy_async(value, c.premul.ptr, es, gpu_->stream.get());
+    // Through pinned memory the caller reserved: a copy to pageable memory is synchronous and
+    // can wait on the driver lock a caller holds while its stream is parked (gpu_state.h).
+    void* pinned = gpu_->scalar.get(es);
+    gpu::copy_async(pinned, c.premul.ptr, es, gpu_->stream.get());
     gpu_->stream.sync();
+    std::memcpy(value, pinned, es);
     scalar = value;
   }
   if (n) kernels::active().premul[c.args.dtype](premul_buf_.data(), c.send, n, scalar);

@@ -23,6 +23,11 @@ struct Backend {
   int (*current_device)();
   int (*device_count)();
   void (*set_device)(int device);
+  // Ranks that are threads of one process on different GPUs use each other's memory directly.
+  void (*enable_peer_access)(int peer_device);
+  bool (*stream_capturing)(void* s);  // s is being captured into a CUDA graph
+  // Lets this thread's syncs run while another thread captures in the global mode.
+  void (*relax_capture)();
   void* (*stream_create)();
   void (*stream_destroy)(void* s);
   void (*stream_sync)(void* s);

@@ -86,6 +86,32 @@ int device_count() {
 
 void set_device(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
 
+void enable_peer_access(int peer_device) {
+  if (peer_device == current_device()) return;
+  const cudaError_t e = cudaDeviceEnablePeerAccess(peer_device, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // not sticky: clear it, or the next launch's check reports it
+    return;
+  }
+  check(e, "cudaDeviceEnablePeerAccess");
+}
+
+bool stream_capturing(void* s) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(as_stream(s), &st);
+  if (e == cudaErrorStreamCaptureImplicit) {  // the legacy stream, while another one captures
+    cudaGetLastError();
+    return true;
+  }
+  check(e, "cudaStreamIsCapturing");
+  return st != cudaStreamCaptureStatusNone;
+}
+
+void relax_capture() {
+  cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+  check(cudaThreadExchangeStreamCaptureMode(&m), "cudaThreadExchangeStreamCaptureMode");
+}
+
 void* stream_create() {
   cudaStream_t s;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -170,6 +196,9 @@ constexpr Backend kCuda{
     .current_device = current_device,
     .device_count = device_count,
     .set_device = set_device,
+    .enable_peer_access = enable_peer_access,
+    .stream_capturing = stream_capturing,
+    .relax_capture = relax_capture,
     .stream_create = stream_create,
     .stream_destroy = stream_destroy,
     .stream_sync = stream_sync,

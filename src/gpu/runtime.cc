@@ -37,6 +37,9 @@ constexpr Backend kNone{
     .current_device = unavailable<int>,
     .device_count = [] { return 0; },
     .set_device = unavailable<void, int>,
+    .enable_peer_access = unavailable<void, int>,
+    .stream_capturing = [](void*) { return false; },
+    .relax_capture = nothing<>,
     .stream_create = unavailable<void*>,
     .stream_destroy = nothing<void*>,
     .stream_sync = unavailable<void, void*>,
@@ -132,6 +135,13 @@ void load_kernels() {
 }
 int current_device() { return backend().current_device(); }
 void set_device(int device) { backend().set_device(device); }
+void enable_peer_access(int peer_device) { backend().enable_peer_access(peer_device); }
+bool stream_capturing(void* stream) { return backend().stream_capturing(stream); }
+void relax_capture() {
+  thread_local bool done = false;
+  if (!done) backend().relax_capture();
+  done = true;
+}
 int device_count() { return backend().device_count(); }
 
 Stream::Stream() {
@@ -163,7 +173,9 @@ void Event::sync() {
 HostFlag::HostFlag() { backend().flag_alloc(host_, dev_); }
 HostFlag::~HostFlag() { backend().flag_free(host_); }
 void HostFlag::stream_wait_geq(void* stream, uint64_t value) {
-  if (value > waited_.load(std::memory_order_relaxed)) waited_.store(value, std::memory_order_relaxed);
+  // Callers park their streams outside any lock, so two may race here: keep the larger.
+  for (uint64_t w = waited_.load(std::memory_order_relaxed); value > w;)
+    if (waited_.compare_exchange_weak(w, value, std::memory_order_relaxed)) break;
   backend().flag_wait(stream, host_, dev_, value);
 }
 bool HostFlag::parked() const {

@@ -26,6 +26,13 @@ void load_kernels();
 int current_device();
 int device_count();
 void set_device(int device);
+// Maps peer_device's memory into the current device's address space (already done is fine).
+void enable_peer_access(int peer_device);
+// The stream is being captured into a CUDA graph (false without a real GPU).
+bool stream_capturing(void* stream);
+// Once per thread: this thread's CUDA calls stay legal while another thread captures a graph
+// in the global mode (cudaStreamCaptureModeRelaxed), as NCCL's own threads do.
+void relax_capture();
 
 class Stream {
  public:

@@ -1,7 +1,7 @@
 #!/bin/bash
 # mp_device on 2, 4 and 8 ranks of one host (MP_DEVICE_RANKS; all on GPU 0 when there is one GPU:
-# cuda_ipc between processes sharing it), then 2 ranks posing as two hosts, which stages through
-# pinned memory. Usage: run_mp_device.sh CORAL_RUN MP_DEVICE
+# cuda_ipc between processes sharing it), 2 with callers waiting on the host, then 2 ranks posing
+# as two hosts, which stages through pinned memory. Usage: run_mp_device.sh CORAL_RUN MP_DEVICE
 set -uo pipefail
 run=$1 prog=$2
 "$prog" --probe; [ $? -eq 77 ] && exit 77
@@ -9,6 +9,10 @@ for n in ${MP_DEVICE_RANKS:-2 4 8}; do
   echo "== $n ranks, cuda_ipc"
   MP_DEVICE_QUICK=${MP_DEVICE_QUICK:-$([ $n -gt 2 ] && echo 1)} timeout 600 "$run" -n $n "$prog" || exit 1
 done
+# One hardware queue for every stream: a parked caller's stream would block Coral's own work,
+# so the call waits on the host instead (CORAL_GPU_STREAM_WAIT=auto picks that).
+echo "== 2 ranks, cuda_ipc, CUDA_DEVICE_MAX_CONNECTIONS=1 (the caller waits on the host)"
+CUDA_DEVICE_MAX_CONNECTIONS=1 MP_DEVICE_QUICK=1 timeout 600 "$run" -n 2 "$prog" || exit 1
 echo "== 2 ranks as two hosts, staged through pinned memory over tcp"
 MP_DEVICE_QUICK=1 CORAL_GPU_STAGE_BYTES=1M timeout 600 "$run" -n 2 \
   bash -c 'CORAL_HOSTID=host$CORAL_RANK exec "$0"' "$prog" || exit 1

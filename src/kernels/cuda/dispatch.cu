@@ -38,10 +38,12 @@ int launch_scale(void* dst, const void* src, size_t n, int divisor, cudaStream_t
       reinterpret_cast<uintptr_t>(dst) % alignof(T) == 0 && reinterpret_cast<uintptr_t>(src) % alignof(T) == 0;
   auto* d = static_cast<T*>(dst);
   auto* x = static_cast<const T*>(src);
+  const int grid = grid_for(n);
+  (void)cudaGetLastError();  // as in launch_reduce: report this launch's error only
   if (aligned)
-    scale_kernel<T, true><<<grid_for(n), kThreads, 0, s>>>(d, x, n, divisor);
+    scale_kernel<T, true><<<grid, kThreads, 0, s>>>(d, x, n, divisor);
   else
-    scale_kernel<T, false><<<grid_for(n), kThreads, 0, s>>>(d, x, n, divisor);
+    scale_kernel<T, false><<<grid, kThreads, 0, s>>>(d, x, n, divisor);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -66,6 +68,7 @@ int preload() {
 }
 
 int wait_geq(const volatile uint64_t* flag, uint64_t value, void* stream) {
+  (void)cudaGetLastError();  // the failed cuStreamWaitValue64 before it may have left one
   detail::wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, value);
   return static_cast<int>(cudaGetLastError());
 }

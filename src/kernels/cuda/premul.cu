@@ -64,6 +64,7 @@ int launch_premul(void* dst, const void* src, size_t n, const void* scalar, bool
   const bool aligned =
       reinterpret_cast<uintptr_t>(dst) % alignof(T) == 0 && reinterpret_cast<uintptr_t>(src) % alignof(T) == 0;
   const int grid = grid_for(p.body / (16 / sizeof(T)) + p.head + p.tail);
+  (void)cudaGetLastError();  // as in launch_reduce: report this launch's error only
   if (aligned)
     premul_kernel<T, true><<<grid, kThreads, 0, s>>>(dst, src, p.head, p.body, n, sc);
   else

@@ -237,6 +237,10 @@ int launch(const ReduceArgs& r, cudaStream_t stream) {
   k.n = r.n;
   const size_t work = p.body / (16 / sizeof(T)) / kUnroll + p.head + p.tail;
   const int grid = grid_for(work);
+  // cudaGetLastError below returns the thread's oldest unread error: an earlier call whose
+  // result was not checked (a cudaFree at teardown, an attribute query) must not be blamed on
+  // this launch. Sticky errors come back anyway.
+  (void)cudaGetLastError();
   if (aligned)
     reduce_kernel<T, Op, true><<<grid, kThreads, 0, stream>>>(k);
   else

@@ -52,6 +52,9 @@ void DeviceSlots::attach(int peer, int, const std::string& blob) {
                                         "CORAL_CUDA_IPC_* alike everywhere",
                                         peer, r.ring_bytes, ring_bytes_));
   if (r.pid == getpid()) {
+    // Kernels here read and write that pointer directly: another device's memory needs peer
+    // access first, or they fault (copies alone would not).
+    gpu::enable_peer_access(r.device);
     peers_[peer] = reinterpret_cast<std::byte*>(r.addr);
     return;
   }
