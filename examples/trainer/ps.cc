@@ -6,10 +6,9 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 
 #include "common.h"
 #include "optim.h"
@@ -102,28 +101,9 @@ void PsRun<T>::serve(int64_t steps) {
   };
   for (size_t w = 0; w < W; w++)
     if (left[w] > 0) post(w);
-  int idle = 0;
   for (;;) {
-    bool moved = false, busy = false;
-    for (size_t w = 0; w < W; w++) {
-      if (!recv[w]) continue;
-      busy = true;
-      int done = 0;
-      coral::check(coralTest(recv[w], &done), c);
-      if (!done) continue;
-      recv[w] = nullptr;
-      int64_t head[2];
-      std::memcpy(head, in_[w].data(), sizeof head);
-      book_.push(static_cast<int>(w), head[0], head[1] > 0);
-      if (head[1] > 0) opt_.step(shard, reinterpret_cast<T*>(in_[w].data() + kHeader), worker_batch_);
-      owed[w] = true;
-      if (--left[w] > 0) post(w);  // the worker sends again only after our reply
-      moved = true;
-    }
-    for (size_t w = 0; w < W; w++) {
-      if (!owed[w]) continue;
-      busy = true;
-      if (!book_.may_reply(static_cast<int>(w))) continue;
+    for (size_t w = 0; w < W; w++) {  // the replies the staleness bound now allows
+      if (!owed[w] || !book_.may_reply(static_cast<int>(w))) continue;
       if (send[w]) coral::check(coralWait(send[w]), c);
       const int64_t head[2] = {book_.version(), 0};
       std::memcpy(out_[w].data(), head, sizeof head);
@@ -131,12 +111,22 @@ void PsRun<T>::serve(int64_t steps) {
       coral::check(coralISend(out_[w].data(), out_[w].size(), coralUint8, servers_ + static_cast<int>(w), c, &send[w]),
                    c);
       owed[w] = false;
-      moved = true;
     }
-    if (!busy) break;
-    // Nothing arrived: back off a little, as the workers share the cores with us.
-    idle = moved ? 0 : std::min(idle + 1, 20);
-    if (idle > 2) std::this_thread::sleep_for(std::chrono::microseconds(10 * idle));
+    // Asleep until some worker's push lands: the workers share the cores with us.
+    int got = -1;
+    coral::check(coralWaitAny(static_cast<int>(W), recv.data(), &got), c);
+    if (got < 0) {  // every push is in
+      if (std::find(owed.begin(), owed.end(), true) != owed.end())
+        throw std::logic_error("parameter server: replies still held back with every push in");
+      break;
+    }
+    const size_t w = static_cast<size_t>(got);
+    int64_t head[2];
+    std::memcpy(head, in_[w].data(), sizeof head);
+    book_.push(static_cast<int>(w), head[0], head[1] > 0);
+    if (head[1] > 0) opt_.step(shard, reinterpret_cast<T*>(in_[w].data() + kHeader), worker_batch_);
+    owed[w] = true;
+    if (--left[w] > 0) post(w);  // the worker sends again only after our reply
   }
   for (coralRequest_t r : send)
     if (r) coral::check(coralWait(r), c);
