@@ -197,6 +197,15 @@ TEST_CASE("scalar reference matches closed forms") {
   int32_t ia = -7, id;
   s->scale[coralInt32](&id, &ia, 1, 2);
   CHECK(id == -3);
+  // Integer averages over 128+ ranks: the rank count does not fit the element type.
+  int8_t i8[3] = {-128, 127, -128}, o8[3];
+  s->scale[coralInt8](o8, i8, 2, 128);
+  s->scale[coralInt8](o8 + 2, i8 + 2, 1, 3);
+  CHECK((o8[0] == -1 && o8[1] == 0 && o8[2] == -42));
+  uint8_t u8[2] = {255, 255}, p8[2];
+  s->scale[coralUint8](p8, u8, 1, 256);  // was a division by zero
+  s->scale[coralUint8](p8 + 1, u8 + 1, 1, 100);
+  CHECK((p8[0] == 0 && p8[1] == 2));
   // fp8: each step in fp32, rounded once, saturating.
   uint8_t ea[3] = {float_to_fp8e4m3(300.0f), float_to_fp8e4m3(1.0f), float_to_fp8e4m3(-2.0f)};
   uint8_t eb[3] = {float_to_fp8e4m3(300.0f), float_to_fp8e4m3(0.125f), float_to_fp8e4m3(NAN)};

@@ -225,8 +225,16 @@ void reduce_many(void* dst, const void* const* srcs, int k, size_t n) {
 
 template <class T>
 void scale_native(void* dst, const void* src, size_t n, int divisor) {
-  const T div = static_cast<T>(divisor);
-  for (size_t i = 0; i < n; ++i) st<T>(dst, i, static_cast<T>(ld<T>(src, i) / div));
+  if constexpr (std::is_integral_v<T>) {
+    // The rank count in a 64-bit integer: in T it would wrap (int8 at 128 ranks) or be 0
+    // (uint8 at 256, a division by zero).
+    using W = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+    const W div = static_cast<W>(divisor);
+    for (size_t i = 0; i < n; ++i) st<T>(dst, i, static_cast<T>(static_cast<W>(ld<T>(src, i)) / div));
+  } else {
+    const T div = static_cast<T>(divisor);
+    for (size_t i = 0; i < n; ++i) st<T>(dst, i, static_cast<T>(ld<T>(src, i) / div));
+  }
 }
 
 inline void scale_f16(void* dst, const void* src, size_t n, int divisor) {

@@ -25,10 +25,12 @@ int grid_for(size_t work) {
 template <class T, bool Aligned>
 __global__ void __launch_bounds__(kThreads) scale_kernel(T* dst, const T* src, size_t n, int divisor) {
   using A = typename Acc<T>::type;
-  const A div = static_cast<A>(divisor);
+  // Integers divide in 64 bits: the rank count wraps in int8 (128 ranks) or is 0 in uint8 (256).
+  using D = std::conditional_t<std::is_integral_v<A>, std::conditional_t<std::is_signed_v<A>, int64_t, uint64_t>, A>;
+  const D div = static_cast<D>(divisor);
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
-    st<T, Aligned>(dst, i, Acc<T>::out(static_cast<A>(Acc<T>::in(ld<T, Aligned>(src, i)) / div)));
+    st<T, Aligned>(dst, i, Acc<T>::out(static_cast<A>(static_cast<D>(Acc<T>::in(ld<T, Aligned>(src, i))) / div)));
 }
 
 template <class T>
