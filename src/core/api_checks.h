@@ -105,9 +105,9 @@ coralResult_t launch(const char* fn, coralComm* comm, const Make& make, void* st
     // sends and receives take the point-to-point engine's path, as host ones (gpu_group.cc).
     if (p2p && (stream || dev >= 0)) {
       call.device = dev >= 0;
-      c.run_group_on_stream({call}, stream);
+      coral::Communicator::settle_stream(c.run_group_on_stream({call}, stream));
     } else if (stream || dev >= 0) {
-      c.run_on_stream(call, stream, dev >= 0);
+      coral::Communicator::settle_stream(c.run_on_stream(call, stream, dev >= 0));
     } else {
       c.run(call);
     }

@@ -56,6 +56,16 @@ void run_members(std::vector<Member>& members) {
   std::vector<coralComm*> comms;
   for (const Member& m : members)
     if (std::find(comms.begin(), comms.end(), m.comm) == comms.end()) comms.push_back(m.comm);
+  // A communicator's first device call makes its links with the other local ranks. One thread
+  // driving several ranks here would have the first wait for ranks whose calls come after it.
+  std::vector<coral::Communicator*> unlinked;
+  for (coralComm* comm : comms)
+    for (const Member& m : members)
+      if (m.comm == comm && m.device && comm && comm->impl && !comm->impl->device_prepared()) {
+        unlinked.push_back(comm->impl.get());
+        break;
+      }
+  if (unlinked.size() > 1) coral::Communicator::prepare_devices(unlinked);
   std::vector<std::pair<coralComm*, std::shared_ptr<coral::Request>>> pending;
   coralResult_t first = coralSuccess;
   std::string why;
@@ -87,11 +97,12 @@ void run_members(std::vector<Member>& members) {
           p2p.push_back(std::move(m.call));
         else if (!m.stream && !m.device)
           host.push_back(std::move(m.call));
-        else
-          c.run_on_stream(m.call, m.stream, m.device);
+        else if (auto req = c.run_on_stream(m.call, m.stream, m.device))  // the caller waits on the host
+          pending.emplace_back(comm, std::move(req));
       }
       if (!host.empty()) pending.emplace_back(comm, c.submit_group(std::move(host)));
-      if (!p2p.empty()) c.run_group_on_stream(std::move(p2p), p2p_stream);
+      if (!p2p.empty())
+        if (auto req = c.run_group_on_stream(std::move(p2p), p2p_stream)) pending.emplace_back(comm, std::move(req));
     } catch (const coral::Error& e) {  // what was queued still runs: it is waited for below
       failed(comm, e.code(), e.what());
     }

@@ -70,10 +70,22 @@ class Communicator {
   std::shared_ptr<Request> submit_group(std::vector<Call> calls);
   // Stream-ordered (NCCL's semantics): returns at once; the call runs once the stream's earlier
   // work is done, and the stream's later work waits for it. device: the buffers are on the GPU.
-  void run_on_stream(Call call, void* stream, bool device);
+  // Where the caller must wait on the host instead (CORAL_GPU_STREAM_WAIT), returns the request
+  // to finish with settle_stream() before returning to the user: a group queues every
+  // communicator's first, as with host calls. Otherwise null.
+  std::shared_ptr<Request> run_on_stream(Call call, void* stream, bool device);
   // A group's point-to-point calls on device buffers, stream-ordered as one request: they
-  // progress together, as on the host (gpu_group.cc).
-  void run_group_on_stream(std::vector<Call> calls, void* stream);
+  // progress together, as on the host (gpu_group.cc). Returns as run_on_stream.
+  std::shared_ptr<Request> run_group_on_stream(std::vector<Call> calls, void* stream);
+  // The GPU state and this host's cuda_ipc links, made at the first device call; collective:
+  // every rank on the host makes its links then.
+  void prepare_device();
+  bool device_prepared();
+  // prepare_device for several communicators one thread drives (ncclCommInitAll's, in one
+  // group): each on its own thread at once, since each waits for the others' ranks.
+  static void prepare_devices(const std::vector<Communicator*>& comms);
+  // Waits for a request run_on_stream returned (null: nothing to wait for); throws its failure.
+  static void settle_stream(const std::shared_ptr<Request>& req);
   // The GPU the communicator's device calls use, -1 before the first one.
   int gpu_device();
   // Bytes per message of device-buffer calls on one host (cuda_ipc slots); 0 before the first.
@@ -126,7 +138,7 @@ class Communicator {
   void run_stream_call(Request& r);
   // The GpuState, made at the first stream-ordered call; and queueing a stream-ordered request.
   void ensure_gpu();
-  void submit_stream(std::shared_ptr<Request> req, void* stream);
+  std::shared_ptr<Request> submit_stream(std::shared_ptr<Request> req, void* stream);
   void connect_device_links();
   void staged(Call& call);
   // A PreMulSum call's inputs scaled into premul_buf_, which becomes its send buffer (premul.cc).

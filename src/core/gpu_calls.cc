@@ -9,7 +9,10 @@
 
 #include <array>
 #include <cstdlib>
+#include <exception>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -60,7 +63,7 @@ void Communicator::ensure_gpu() {
   }
 }
 
-void Communicator::submit_stream(std::shared_ptr<Request> req, void* stream) {
+std::shared_ptr<Request> Communicator::submit_stream(std::shared_ptr<Request> req, void* stream) {
   // Captured, the call would run once now and its replays would only wait on the flag.
   if (gpu::stream_capturing(stream))
     fail(coralInvalidUsage,
@@ -68,29 +71,77 @@ void Communicator::submit_stream(std::shared_ptr<Request> req, void* stream) {
          "captured (make them outside the capture)");
   req->ready = gpu_->events->take();
   req->ready->record(stream);
-  uint64_t seq = 0;
-  queue_.submit(req, [&] { seq = req->seq = ++gpu_->issued; });
   if (gpu_->host_wait) {
-    req->wait_done();
-    std::lock_guard<std::mutex> lock(req->mu);
-    if (req->result != coralSuccess) fail(req->result, req->error);
-    return;
+    req->callers_waiting = &callers_waiting_;  // the caller blocks: the progress thread polls eagerly
+    queue_.submit(req, [&] { req->seq = ++gpu_->issued; });
+    return req;
   }
+  uint64_t seq = 0;
+  queue_.submit(req, [&] {
+    seq = req->seq = ++gpu_->issued;
+    gpu_->flag.note_wait(seq);  // under the lock, so the progress thread's parked() check is exact
+  });
   // Not under the queue's lock: enqueueing blocks while the stream's launch queue is full, and
   // the progress thread needs that lock to take the very call the stream waits for. A wait
   // enqueued after the flag passed seq passes at once.
-  gpu_->flag.stream_wait_geq(stream, seq);
+  try {
+    gpu_->flag.enqueue_wait(stream, seq);
+  } catch (const Error&) {
+    req->wait_done();  // queued already: it must not run on buffers the caller takes back
+    throw;
+  }
+  return nullptr;
 }
 
-void Communicator::run_on_stream(Call call, void* stream, bool device) {
+void Communicator::settle_stream(const std::shared_ptr<Request>& req) {
+  if (!req) return;
+  req->wait_done();
+  std::lock_guard<std::mutex> lock(req->mu);
+  if (req->result != coralSuccess) fail(req->result, req->error);
+}
+
+void Communicator::prepare_device() {
   ensure_gpu();
-  // Everything that allocates happens here, before this stream is parked (gpu_state.h says
-  // why): the kernels' load above, the links (cudaMalloc, IPC opens), the staging buffers.
-  if (device && !gpu_->connected) {
-    wait_idle();
-    std::lock_guard<std::mutex> exec(exec_mu_);
-    if (!gpu_->connected) connect_device_links();
+  if (gpu_->connected) return;
+  wait_idle();
+  std::lock_guard<std::mutex> exec(exec_mu_);
+  if (!gpu_->connected) connect_device_links();
+}
+
+bool Communicator::device_prepared() {
+  std::lock_guard<std::mutex> lock(queue_.mutex());
+  return gpu_ && gpu_->connected;
+}
+
+void Communicator::prepare_devices(const std::vector<Communicator*>& comms) {
+  if (comms.size() < 2) {
+    for (Communicator* c : comms) c->prepare_device();
+    return;
   }
+  const int dev = gpu::current_device();
+  std::vector<std::exception_ptr> errors(comms.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < comms.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        gpu::set_device(dev);
+        comms[i]->prepare_device();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+std::shared_ptr<Request> Communicator::run_on_stream(Call call, void* stream, bool device) {
+  // Everything that allocates happens here, before this stream is parked (gpu_state.h says
+  // why): the kernels' load (ensure_gpu), the links (cudaMalloc, IPC opens), the staging buffers.
+  if (device)
+    prepare_device();
+  else
+    ensure_gpu();
   if (device && !gpu_->all_local) staging_buffers(call);
   if (device && gpu_->all_local && call.premul.on)
     gpu_->premul.get(reduced_elems(call) * kernels::dtype_size(call.args.dtype));
@@ -101,7 +152,7 @@ void Communicator::run_on_stream(Call call, void* stream, bool device) {
   auto req = std::make_shared<Request>();
   req->call = call;
   req->device = device;
-  submit_stream(std::move(req), stream);
+  return submit_stream(std::move(req), stream);
 }
 
 void Communicator::run_stream_call(Request& r) {

@@ -21,7 +21,7 @@ bool sends(const Call& c) { return c.args.coll == collectives::Coll::Send; }
 
 }  // namespace
 
-void Communicator::run_group_on_stream(std::vector<Call> calls, void* stream) {
+std::shared_ptr<Request> Communicator::run_group_on_stream(std::vector<Call> calls, void* stream) {
   ensure_gpu();
   size_t out = 0, in = 0;
   for (const Call& c : calls)
@@ -32,7 +32,7 @@ void Communicator::run_group_on_stream(std::vector<Call> calls, void* stream) {
   auto req = std::make_shared<Request>();
   req->group = std::move(calls);
   req->device = true;
-  submit_stream(std::move(req), stream);
+  return submit_stream(std::move(req), stream);
 }
 
 void Communicator::run_stream_p2p(Request& r) {

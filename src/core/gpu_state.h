@@ -2,6 +2,7 @@
 // such call, so host-only users never touch CUDA.
 #pragma once
 #include <algorithm>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -84,7 +85,10 @@ using PinnedBuffer = GrowBuffer<gpu::alloc_pinned, gpu::free_pinned>;
 struct DeviceRestore {
   int prev = -1;
   ~DeviceRestore() {
-    if (prev >= 0) gpu::set_device(prev);
+    try {
+      if (prev >= 0) gpu::set_device(prev);
+    } catch (const std::exception&) {  // a destructor must not throw; nothing is left to do
+    }
   }
 };
 
@@ -92,8 +96,14 @@ struct GpuState {
   GpuState(int dev, bool wait_on_host) : device(dev), host_wait(wait_on_host) {}
   // The flag's free syncs the current device, and the buffers belong to ours: make it current.
   ~GpuState() {
-    restore.prev = gpu::current_device();
-    gpu::set_device(device);
+    try {
+      const int prev = gpu::current_device();
+      if (prev != device) {
+        gpu::set_device(device);
+        restore.prev = prev;
+      }
+    } catch (const std::exception&) {  // at exit the runtime may be gone: tear down as we are
+    }
   }
   DeviceRestore restore;
   int device;

@@ -28,7 +28,7 @@ void Request::finish(coralResult_t rc, const std::string& err) {
 }
 
 AnyWaiters& any_waiters() {
-  static AnyWaiters a;
+  static AnyWaiters& a = *new AnyWaiters;  // never destroyed: a static communicator may outlive it
   return a;
 }
 

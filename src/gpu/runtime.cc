@@ -172,12 +172,11 @@ void Event::sync() {
 
 HostFlag::HostFlag() { backend().flag_alloc(host_, dev_); }
 HostFlag::~HostFlag() { backend().flag_free(host_); }
-void HostFlag::stream_wait_geq(void* stream, uint64_t value) {
-  // Callers park their streams outside any lock, so two may race here: keep the larger.
+void HostFlag::note_wait(uint64_t value) {
   for (uint64_t w = waited_.load(std::memory_order_relaxed); value > w;)
     if (waited_.compare_exchange_weak(w, value, std::memory_order_relaxed)) break;
-  backend().flag_wait(stream, host_, dev_, value);
 }
+void HostFlag::enqueue_wait(void* stream, uint64_t value) { backend().flag_wait(stream, host_, dev_, value); }
 bool HostFlag::parked() const {
   return waited_.load(std::memory_order_relaxed) > __atomic_load_n(host_, __ATOMIC_ACQUIRE);
 }

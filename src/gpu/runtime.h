@@ -70,7 +70,10 @@ class HostFlag {
   ~HostFlag();
   HostFlag(const HostFlag&) = delete;
   HostFlag& operator=(const HostFlag&) = delete;
-  void stream_wait_geq(void* stream, uint64_t value);
+  // Records that a stream is about to wait for value (for parked()); then enqueue_wait makes
+  // it wait. Split so the record can be made under a lock the enqueue must not hold.
+  void note_wait(uint64_t value);
+  void enqueue_wait(void* stream, uint64_t value);
   void set(uint64_t value);
   // A stream waits for a value not yet set.
   bool parked() const;

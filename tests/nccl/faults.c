@@ -233,6 +233,45 @@ static int one_process(void) {
 }
 
 /* ncclCommInitRankScalable with one id, as a job with a single root would call it. */
+/* The same on device buffers (the stand-in GPU's), with each CORAL_GPU_STREAM_WAIT mode. When
+ * callers wait on the host, the group must queue every communicator's call before waiting for
+ * any: the first waits for ranks whose calls come after it. */
+static int one_process_device(const char* wait) {
+  int failures = 0;
+  setenv("CORAL_GPU_STREAM_WAIT", wait, 1);
+  ncclComm_t comms[3];
+  int devs[3] = {0, 0, 0};
+  ncclResult_t r = ncclCommInitAll(comms, 3, devs);
+  EXPECT(r == ncclSuccess, "ncclCommInitAll: %s (%s)", ncclGetErrorString(r), ncclGetLastError(NULL));
+  if (r != ncclSuccess) return failures;
+  void* stream = NULL;
+  EXPECT(coralStreamCreate(&stream) == coralSuccess, "coralStreamCreate");
+  float* buf[3] = {NULL, NULL, NULL};
+  for (int c = 0; c < 3; ++c) {
+    EXPECT(ncclMemAlloc((void**)&buf[c], 6 * sizeof(float)) == ncclSuccess, "ncclMemAlloc");
+    for (int i = 0; buf[c] && i < 6; ++i) buf[c][i] = (float)(c + i); /* the stand-in's memory is mapped */
+  }
+  if (buf[0] && buf[1] && buf[2]) {
+    EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+    for (int c = 0; c < 3; ++c) ncclAllReduce(buf[c], buf[c], 6, ncclFloat, ncclSum, comms[c], stream);
+    r = ncclGroupEnd();
+    EXPECT(r == ncclSuccess, "one device group over three communicators (%s wait): %s (%s)", wait,
+           ncclGetErrorString(r), ncclGetLastError(NULL));
+    EXPECT(coralStreamSynchronize(stream) == coralSuccess, "coralStreamSynchronize");
+    for (int c = 0; c < 3; ++c)
+      for (int i = 0; i < 6; ++i)
+        EXPECT(buf[c][i] == (float)(3 + 3 * i), "%s wait: comm %d [%d] = %g", wait, c, i, buf[c][i]);
+  }
+  for (int c = 0; c < 3; ++c) {
+    if (buf[c]) ncclMemFree(buf[c]);
+    EXPECT(ncclCommDestroy(comms[c]) == ncclSuccess, "ncclCommDestroy %d", c);
+  }
+  coralStreamDestroy(stream);
+  unsetenv("CORAL_GPU_STREAM_WAIT");
+  printf("InitAll, device, %-11s P=3 %s\n", wait, failures ? "FAILED" : "ok");
+  return failures;
+}
+
 static int scalable_init(int rank, int nranks, ncclUniqueId id) {
   int failures = 0;
   ncclComm_t comm = NULL;
@@ -246,6 +285,8 @@ static int scalable_init(int rank, int nranks, ncclUniqueId id) {
 int suite_faults(void) {
   int failures = 0;
   failures += one_process();
+  failures += one_process_device("flag");
+  failures += one_process_device("host");
   failures += run_ranks("ncclCommInitRankScalable", 3, scalable_init, -1);
   failures += run_ranks("non-blocking init", 3, nonblocking_init, -1);
   failures += run_ranks("init inside a group", 2, group_init, -1);

@@ -131,12 +131,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     // Stream-ordered on torch's current stream, as ProcessGroupNCCL: the caller's later kernels
     // on that stream see the result; the future's CUDA events carry it to other streams.
     c10::cuda::CUDAGuard guard(sample.device());
-    // Works on device tensors complete when queued, so a stream-ordered call that failed
-    // (a dead peer, a timeout) is reported here, at the group's next call, as NCCL's watchdog
-    // would have it: never silently as success.
-    coralResult_t async = coralSuccess;
-    if (coralCommGetAsyncError(comm_, &async) == coralSuccess && async != coralSuccess && async != coralInProgress)
-      fail(what, async);
+    // Works on device tensors complete when queued; a stream-ordered call that failed is
+    // reported by Coral at the group's next call, which fails (issue() below).
     void* stream = c10::cuda::getCurrentCUDAStream(sample.device().index()).stream();
     const coralResult_t r = issue(stream, nullptr);
     if (r != coralSuccess) fail(what, r);

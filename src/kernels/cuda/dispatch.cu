@@ -70,7 +70,6 @@ int preload() {
 }
 
 int wait_geq(const volatile uint64_t* flag, uint64_t value, void* stream) {
-  (void)cudaGetLastError();  // the failed cuStreamWaitValue64 before it may have left one
   detail::wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, value);
   return static_cast<int>(cudaGetLastError());
 }
