@@ -42,6 +42,17 @@ std::string ring_exchange(int rank, coralComm_t comm, size_t bytes, bool recv_fi
   return check_bytes(in, left, fmt::format("rank {} ring of {} bytes", rank, bytes));
 }
 
+// A communicator of one rank whose waits give up after 1 s; null if it cannot be made.
+coralComm_t lone_rank_with_1s_timeout() {
+  coralUniqueId id;
+  coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
+  cfg.timeoutSeconds = 1;
+  coralComm_t comm = nullptr;
+  if (coralGetUniqueId(&id) != coralSuccess || coralCommInitRankConfig(&comm, 1, id, 0, &cfg) != coralSuccess)
+    return nullptr;
+  return comm;
+}
+
 }  // namespace
 
 TEST_CASE("a ring exchange in one group works at any P and size, self at P=1") {
@@ -170,12 +181,8 @@ TEST_CASE("a blocking send to oneself outside a group is refused") {
 }
 
 TEST_CASE("a send to oneself without its receive times out instead of hanging") {
-  coralUniqueId id;
-  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
-  coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
-  cfg.timeoutSeconds = 1;
-  coralComm_t comm = nullptr;
-  REQUIRE(coralCommInitRankConfig(&comm, 1, id, 0, &cfg) == coralSuccess);
+  coralComm_t comm = lone_rank_with_1s_timeout();
+  REQUIRE(comm);
   uint8_t b = 1;
   coralRequest_t r;
   REQUIRE(coralISend(&b, 1, coralUint8, 0, comm, &r) == coralSuccess);
@@ -217,12 +224,8 @@ TEST_CASE("coralWaitAny returns receives in the order they complete") {
 }
 
 TEST_CASE("coralWaitAny returns a failed request's error and frees it") {
-  coralUniqueId id;
-  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
-  coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
-  cfg.timeoutSeconds = 1;
-  coralComm_t comm = nullptr;
-  REQUIRE(coralCommInitRankConfig(&comm, 1, id, 0, &cfg) == coralSuccess);
+  coralComm_t comm = lone_rank_with_1s_timeout();
+  REQUIRE(comm);
   uint8_t b = 1;
   coralRequest_t r[1] = {nullptr};
   REQUIRE(coralISend(&b, 1, coralUint8, 0, comm, &r[0]) == coralSuccess);  // its receive never comes
