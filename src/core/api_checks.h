@@ -105,9 +105,9 @@ coralResult_t launch(const char* fn, coralComm* comm, const Make& make, void* st
     // sends and receives take the point-to-point engine's path, as host ones (gpu_group.cc).
     if (p2p && (stream || dev >= 0)) {
       call.device = dev >= 0;
-      coral::Communicator::settle_stream(c.run_group_on_stream({call}, stream));
+      if (auto req = c.run_group_on_stream({call}, stream)) req->wait_ok();
     } else if (stream || dev >= 0) {
-      coral::Communicator::settle_stream(c.run_on_stream(call, stream, dev >= 0));
+      if (auto req = c.run_on_stream(call, stream, dev >= 0)) req->wait_ok();
     } else {
       c.run(call);
     }

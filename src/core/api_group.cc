@@ -61,7 +61,7 @@ void run_members(std::vector<Member>& members) {
   std::vector<coral::Communicator*> unlinked;
   for (coralComm* comm : comms)
     for (const Member& m : members)
-      if (m.comm == comm && m.device && comm && comm->impl && !comm->impl->device_prepared()) {
+      if (m.comm == comm && m.device && comm->impl && !comm->impl->device_prepared()) {
         unlinked.push_back(comm->impl.get());
         break;
       }

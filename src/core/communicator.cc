@@ -438,10 +438,7 @@ void Communicator::run(Call call) {
   if (is_p2p(call)) {
     // Through the point-to-point engine, so that a send posted earlier with coralISend, or the
     // peer's, cannot hold this one up (batch.cc).
-    std::shared_ptr<Request> r = submit(call);
-    r->wait_done();
-    std::lock_guard<std::mutex> lock(r->mu);
-    if (r->result != coralSuccess) fail(r->result, r->error);
+    submit(call)->wait_ok();
     return;
   }
   wait_idle();

@@ -71,7 +71,7 @@ class Communicator {
   // Stream-ordered (NCCL's semantics): returns at once; the call runs once the stream's earlier
   // work is done, and the stream's later work waits for it. device: the buffers are on the GPU.
   // Where the caller must wait on the host instead (CORAL_GPU_STREAM_WAIT), returns the request
-  // to finish with settle_stream() before returning to the user: a group queues every
+  // to finish (Request::wait_ok) before returning to the user: a group queues every
   // communicator's first, as with host calls. Otherwise null.
   std::shared_ptr<Request> run_on_stream(Call call, void* stream, bool device);
   // A group's point-to-point calls on device buffers, stream-ordered as one request: they
@@ -84,8 +84,6 @@ class Communicator {
   // prepare_device for several communicators one thread drives (ncclCommInitAll's, in one
   // group): each on its own thread at once, since each waits for the others' ranks.
   static void prepare_devices(const std::vector<Communicator*>& comms);
-  // Waits for a request run_on_stream returned (null: nothing to wait for); throws its failure.
-  static void settle_stream(const std::shared_ptr<Request>& req);
   // The GPU the communicator's device calls use, -1 before the first one.
   int gpu_device();
   // Bytes per message of device-buffer calls on one host (cuda_ipc slots); 0 before the first.

@@ -93,13 +93,6 @@ std::shared_ptr<Request> Communicator::submit_stream(std::shared_ptr<Request> re
   return nullptr;
 }
 
-void Communicator::settle_stream(const std::shared_ptr<Request>& req) {
-  if (!req) return;
-  req->wait_done();
-  std::lock_guard<std::mutex> lock(req->mu);
-  if (req->result != coralSuccess) fail(req->result, req->error);
-}
-
 void Communicator::prepare_device() {
   ensure_gpu();
   if (gpu_->connected) return;
@@ -114,10 +107,6 @@ bool Communicator::device_prepared() {
 }
 
 void Communicator::prepare_devices(const std::vector<Communicator*>& comms) {
-  if (comms.size() < 2) {
-    for (Communicator* c : comms) c->prepare_device();
-    return;
-  }
   const int dev = gpu::current_device();
   std::vector<std::exception_ptr> errors(comms.size());
   std::vector<std::thread> threads;

@@ -27,6 +27,12 @@ void Request::finish(coralResult_t rc, const std::string& err) {
   }
 }
 
+void Request::wait_ok() {
+  wait_done();
+  std::lock_guard<std::mutex> lock(mu);
+  if (result != coralSuccess) fail(result, error);
+}
+
 AnyWaiters& any_waiters() {
   static AnyWaiters& a = *new AnyWaiters;  // never destroyed: a static communicator may outlive it
   return a;

@@ -76,6 +76,8 @@ struct Request {
   void finish(coralResult_t rc, const std::string& err);
   // Blocks until finish(), counted in callers_waiting meanwhile.
   void wait_done();
+  // wait_done(), then throws the operation's failure.
+  void wait_ok();
 };
 
 // Callers of coralWaitAny, who wait for any one of several requests (of any communicators),
