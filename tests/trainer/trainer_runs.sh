@@ -64,7 +64,8 @@ echo "== replicas"
 
 echo "== comm wait: the network's share and the wait for slower ranks"
 # final: ... comm wait X% (network Y%, slower ranks Z%): Y + Z = X. A busy loop on rank 1's CPU
-# (ranks are pinned by default) makes rank 0 wait mostly for rank 1.
+# (ranks are pinned by default) makes rank 0 wait mostly for rank 1. The run must outlast the
+# scheduler's time slices: at 5 epochs (a few ms) rank 1 often ran its whole job in one slice.
 wait_parts() { sed -n 's/.*comm wait \([0-9.]*\)% (network \([0-9.]*\)%, slower ranks \([0-9.]*\)%).*/\1 \2 \3/p' "$1"; }
 read -r cw nw sw <<<"$(wait_parts "$tmp/rep.log")"
 [ -n "${sw:-}" ] && python3 -c "import sys; c,n,s=map(float,sys.argv[1:]); sys.exit(not (abs(n+s-c) <= 0.15 and n <= c))" "$cw" "$nw" "$sw" \
@@ -73,7 +74,7 @@ if [ "$(nproc)" -ge 2 ]; then
   cpu1=$("$run" -n 2 --no-prefix bash -c '[ "$CORAL_RANK" = 1 ] && awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status; true')
   taskset -c "$cpu1" bash -c 'while :; do :; done' &
   busy=$!
-  "$run" -n 2 --timeout 120 "$train" --epochs 5 --log-every 1000 >"$tmp/slow.log" 2>&1 || bad "run beside a busy loop"
+  "$run" -n 2 --timeout 120 "$train" --epochs 100 --log-every 1000 >"$tmp/slow.log" 2>&1 || bad "run beside a busy loop"
   kill $busy
   read -r cw nw sw <<<"$(wait_parts "$tmp/slow.log")"
   [ -n "${sw:-}" ] && python3 -c "import sys; n,s=map(float,sys.argv[1:]); sys.exit(not s > n)" "$nw" "$sw" \
