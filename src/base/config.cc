@@ -71,9 +71,9 @@ const std::vector<Knob>& knobs() {
              "word the progress thread raises, and the call returns at once. host: the call returns once done, "
              "the stream never waits (slower; needed where a waiting stream could block Coral's own work on the "
              "same hardware queue). auto: host when CUDA_DEVICE_MAX_CONNECTIONS=1, else flag."),
-      integer("CORAL_GPU_EMULATE", "0", 0, 1,
-              "Test hook: 1 makes a stand-in GPU of host memory (no CUDA needed), so the device-buffer path runs "
-              "on machines without one."),
+      integer("CORAL_GPU_EMULATE", "0", 0, 8,
+              "Test hook: N > 0 makes N stand-in GPUs of host memory (no CUDA needed), so the device-buffer path "
+              "runs on machines without one."),
       bytes("CORAL_CMA_BYTES", "64K", 0, kInf, 1,
             "Shared-memory messages this large whose source stays put are read straight out of the sender: in "
             "place from registered memory or another thread's, else by cross-memory attach (CORAL_CMA); 0 turns "

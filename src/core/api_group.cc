@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "core/api_checks.h"
+#include "gpu/runtime.h"
 
 namespace coral::capi {
 
@@ -15,6 +16,7 @@ struct Member {
   Call call;
   void* stream;
   bool device;
+  int gpu;  // the thread's GPU at the call (-1 for a host call): the member runs there
 };
 
 struct GroupState {
@@ -31,7 +33,10 @@ thread_local GroupState t_group;
 int group_depth() { return t_group.depth; }
 
 void group_add(coralComm* comm, Call call, void* stream, bool device) {
-  t_group.members.push_back({comm, std::move(call), stream, device});
+  // One thread may drive communicators of several GPUs in one group, switching devices between
+  // the calls (as nccl-tests -g N does through NCCL's ABI): each runs where it was called.
+  const int gpu = stream || device ? gpu::current_device() : -1;
+  t_group.members.push_back({comm, std::move(call), stream, device, gpu});
 }
 
 void group_failed(coralResult_t rc, const std::string& msg) {
@@ -50,6 +55,29 @@ using namespace coral::capi;
 
 using coral::is_p2p;
 
+// The GPU a communicator's members were called on (-1 when all are host calls).
+int gpu_of(const std::vector<Member>& members, const coralComm* comm) {
+  for (const Member& m : members)
+    if (m.comm == comm && m.gpu >= 0) return m.gpu;
+  return -1;
+}
+
+// Puts the caller's GPU back after the members ran on theirs.
+struct RestoreDevice {
+  int prev = -1;
+  void use(int dev) {
+    if (dev < 0) return;
+    if (prev < 0) prev = coral::gpu::current_device();
+    coral::gpu::set_device(dev);
+  }
+  ~RestoreDevice() {
+    try {
+      if (prev >= 0) coral::gpu::set_device(prev);
+    } catch (const coral::Error&) {  // a destructor must not throw; the group's result stands
+    }
+  }
+};
+
 // Runs the members: per communicator, stream-ordered ones in order, host ones as one request;
 // every communicator's request is queued before any is waited for.
 void run_members(std::vector<Member>& members) {
@@ -58,14 +86,15 @@ void run_members(std::vector<Member>& members) {
     if (std::find(comms.begin(), comms.end(), m.comm) == comms.end()) comms.push_back(m.comm);
   // A communicator's first device call makes its links with the other local ranks. One thread
   // driving several ranks here would have the first wait for ranks whose calls come after it.
-  std::vector<coral::Communicator*> unlinked;
+  std::vector<std::pair<coral::Communicator*, int>> unlinked;
   for (coralComm* comm : comms)
     for (const Member& m : members)
       if (m.comm == comm && m.device && comm->impl && !comm->impl->device_prepared()) {
-        unlinked.push_back(comm->impl.get());
+        unlinked.emplace_back(comm->impl.get(), m.gpu);
         break;
       }
   if (unlinked.size() > 1) coral::Communicator::prepare_devices(unlinked);
+  RestoreDevice restore;
   std::vector<std::pair<coralComm*, std::shared_ptr<coral::Request>>> pending;
   coralResult_t first = coralSuccess;
   std::string why;
@@ -78,6 +107,7 @@ void run_members(std::vector<Member>& members) {
   for (coralComm* comm : comms) {
     try {
       coral::Communicator& c = need(comm);
+      restore.use(gpu_of(members, comm));
       // Stream-ordered point-to-point members take every point-to-point member along into one
       // stream-ordered request, so that the group's sends and receives still progress together.
       bool on_stream = false;

@@ -82,8 +82,9 @@ class Communicator {
   void prepare_device();
   bool device_prepared();
   // prepare_device for several communicators one thread drives (ncclCommInitAll's, in one
-  // group): each on its own thread at once, since each waits for the others' ranks.
-  static void prepare_devices(const std::vector<Communicator*>& comms);
+  // group): each on its own thread at once, since each waits for the others' ranks; each with
+  // the GPU its calls were made on.
+  static void prepare_devices(const std::vector<std::pair<Communicator*, int>>& comms);
   // The GPU the communicator's device calls use, -1 before the first one.
   int gpu_device();
   // Bytes per message of device-buffer calls on one host (cuda_ipc slots); 0 before the first.

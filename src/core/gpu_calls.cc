@@ -106,15 +106,14 @@ bool Communicator::device_prepared() {
   return gpu_ && gpu_->connected;
 }
 
-void Communicator::prepare_devices(const std::vector<Communicator*>& comms) {
-  const int dev = gpu::current_device();
+void Communicator::prepare_devices(const std::vector<std::pair<Communicator*, int>>& comms) {
   std::vector<std::exception_ptr> errors(comms.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < comms.size(); ++i)
     threads.emplace_back([&, i] {
       try {
-        gpu::set_device(dev);
-        comms[i]->prepare_device();
+        gpu::set_device(comms[i].second);
+        comms[i].first->prepare_device();
       } catch (...) {
         errors[i] = std::current_exception();
       }

@@ -31,7 +31,7 @@ struct Backend {
   void* (*stream_create)();
   void (*stream_destroy)(void* s);
   void (*stream_sync)(void* s);
-  void* (*event_create)();  // nullptr: events have nothing to wait for (and are never passed on)
+  void* (*event_create)();
   void (*event_destroy)(void* e);
   void (*event_record)(void* e, void* stream);
   void (*event_sync)(void* e);

@@ -23,10 +23,20 @@ namespace {
 struct Mapping {
   size_t bytes;
   std::string name;  // empty for mappings opened from a peer's handle
+  int device;        // the stand-in GPU current when it was allocated or opened
 };
+
+thread_local int t_device = 0;  // as CUDA's: each thread starts on GPU 0
 
 struct EmuStream {
   std::vector<std::pair<const volatile uint64_t*, uint64_t>> waits;
+  int device = 0;  // the stand-in GPU current at its creation, as a CUDA stream's
+};
+
+// Nothing to wait for, but it belongs to a GPU: recording it on another GPU's stream fails, as
+// CUDA's does, so the emulator catches work sent to the wrong GPU.
+struct EmuEvent {
+  int device;
 };
 
 std::mutex mu;
@@ -67,9 +77,20 @@ void* map_fd(int fd, const std::string& name, size_t bytes, bool create) {
 
 }  // namespace
 
-bool enabled() {
-  static const bool on = config::get_int("CORAL_GPU_EMULATE") != 0;
-  return on;
+int count() {
+  static const int n = static_cast<int>(config::get_int("CORAL_GPU_EMULATE"));
+  return n;
+}
+
+bool enabled() { return count() > 0; }
+
+int current_device() { return t_device; }
+
+void set_device(int device) {
+  if (device < 0 || device >= count())
+    fail(coralUnhandledCudaError, "emulated cudaSetDevice(" + std::to_string(device) + "): invalid device ordinal (" +
+                                      std::to_string(count()) + " stand-in GPUs)");
+  t_device = device;
 }
 
 int device_of(const void* p) {
@@ -78,7 +99,7 @@ int device_of(const void* p) {
   auto it = maps().upper_bound(a);
   if (it == maps().begin()) return -1;
   --it;
-  return a < it->first + it->second.bytes ? 0 : -1;
+  return a < it->first + it->second.bytes ? it->second.device : -1;
 }
 
 void* alloc(size_t bytes) {
@@ -95,7 +116,7 @@ void* alloc(size_t bytes) {
   }
   void* p = map_fd(fd, name, bytes, true);
   std::lock_guard<std::mutex> lock(mu);
-  maps()[reinterpret_cast<uintptr_t>(p)] = {bytes, name};
+  maps()[reinterpret_cast<uintptr_t>(p)] = {bytes, name, t_device};
   return p;
 }
 
@@ -109,7 +130,11 @@ void free(void* p) {
   maps().erase(it);
 }
 
-void* stream_create() { return new EmuStream; }
+void* stream_create() {
+  auto* s = new EmuStream;
+  s->device = t_device;
+  return s;
+}
 void stream_destroy(void* s) { delete static_cast<EmuStream*>(s); }
 
 void stream_wait(void* s, const volatile uint64_t* flag, uint64_t value) {
@@ -149,11 +174,22 @@ void* ipc_open(const IpcHandle& h) {
                    strnlen(reinterpret_cast<const char*>(h.data()) + 8, 56));
   void* p = map_fd(open_shared(name, false), name, bytes, false);
   std::lock_guard<std::mutex> lock(mu);
-  maps()[reinterpret_cast<uintptr_t>(p)] = {bytes, ""};
+  maps()[reinterpret_cast<uintptr_t>(p)] = {bytes, "", t_device};
   return p;
 }
 
 void ipc_close(void* p) { free(p); }
+
+void* event_create() { return new EmuEvent{t_device}; }
+void event_destroy(void* e) { delete static_cast<EmuEvent*>(e); }
+
+void event_record(void* e, void* stream) {
+  const int ev = static_cast<EmuEvent*>(e)->device;
+  const int st = stream ? static_cast<EmuStream*>(stream)->device : t_device;  // NULL: the current GPU's
+  if (ev != st)
+    fail(coralUnhandledCudaError, "emulated cudaEventRecord: the event is of GPU " + std::to_string(ev) +
+                                      " and the stream of GPU " + std::to_string(st) + " (invalid resource handle)");
+}
 
 }  // namespace coral::gpu::emu
 
@@ -161,26 +197,26 @@ namespace coral::gpu {
 
 namespace {
 
-// Emulated work completes when issued: events have nothing to wait for, and pinned memory is
-// plain host memory.
+// Emulated work completes when issued: events have nothing to wait for (but keep their GPU),
+// and pinned memory is plain host memory.
 constexpr Backend kEmulated{
     .usable = [] { return true; },
     .why_not = []() -> std::string { return ""; },
     .abort_on_parked_release = true,
     .device_of = emu::device_of,
     .load_kernels = [] {},
-    .current_device = [] { return 0; },
-    .device_count = [] { return 1; },
-    .set_device = [](int) {},
+    .current_device = emu::current_device,
+    .device_count = emu::count,
+    .set_device = emu::set_device,
     .enable_peer_access = [](int) {},
     .stream_capturing = [](void*) { return false; },
     .relax_capture = [] {},
     .stream_create = emu::stream_create,
     .stream_destroy = emu::stream_destroy,
     .stream_sync = emu::stream_sync,
-    .event_create = []() -> void* { return nullptr; },
-    .event_destroy = [](void*) {},
-    .event_record = [](void*, void*) {},
+    .event_create = emu::event_create,
+    .event_destroy = emu::event_destroy,
+    .event_record = emu::event_record,
     .event_sync = [](void*) {},
     .flag_alloc = [](volatile uint64_t*& host, void*&) { host = new uint64_t(0); },
     .flag_free = [](volatile uint64_t* host) { delete const_cast<uint64_t*>(host); },

@@ -154,7 +154,6 @@ Stream::~Stream() {
 }
 void Stream::sync_raw(void* s) { backend().stream_sync(s); }
 
-// e_ stays null where events have nothing to wait for (the emulated GPU).
 Event::Event() {
   may_allocate("cudaEventCreate");
   e_ = backend().event_create();

@@ -233,31 +233,41 @@ static int one_process(void) {
 }
 
 /* ncclCommInitRankScalable with one id, as a job with a single root would call it. */
-/* The same on device buffers (the stand-in GPU's), with each CORAL_GPU_STREAM_WAIT mode. When
+/* The same on device buffers (the stand-in GPUs'), with each CORAL_GPU_STREAM_WAIT mode. When
  * callers wait on the host, the group must queue every communicator's call before waiting for
- * any: the first waits for ranks whose calls come after it. */
+ * any: the first waits for ranks whose calls come after it. With two stand-in GPUs the middle
+ * communicator is on GPU 1, and the thread stays on GPU 0 for the group, as nccl-tests -g N
+ * does: NCCL runs each call on its communicator's GPU. */
 static int one_process_device(const char* wait) {
   int failures = 0;
   setenv("CORAL_GPU_STREAM_WAIT", wait, 1);
+  int ngpus = 0;
   ncclComm_t comms[3];
   int devs[3] = {0, 0, 0};
+  if (coralDeviceCount(&ngpus) == coralSuccess && ngpus > 1) devs[1] = 1;
   ncclResult_t r = ncclCommInitAll(comms, 3, devs);
   EXPECT(r == ncclSuccess, "ncclCommInitAll: %s (%s)", ncclGetErrorString(r), ncclGetLastError(NULL));
   if (r != ncclSuccess) return failures;
-  void* stream = NULL;
-  EXPECT(coralStreamCreate(&stream) == coralSuccess, "coralStreamCreate");
+  int dev = -1;
+  EXPECT(ncclCommCuDevice(comms[1], &dev) == ncclSuccess && dev == devs[1], "ncclCommCuDevice: %d, want %d", dev,
+         devs[1]);
   float* buf[3] = {NULL, NULL, NULL};
+  void* streams[3] = {NULL, NULL, NULL};
   for (int c = 0; c < 3; ++c) {
+    EXPECT(coralDeviceSet(devs[c]) == coralSuccess, "coralDeviceSet(%d)", devs[c]);
+    EXPECT(coralStreamCreate(&streams[c]) == coralSuccess, "coralStreamCreate");
     EXPECT(ncclMemAlloc((void**)&buf[c], 6 * sizeof(float)) == ncclSuccess, "ncclMemAlloc");
     for (int i = 0; buf[c] && i < 6; ++i) buf[c][i] = (float)(c + i); /* the stand-in's memory is mapped */
   }
+  coralDeviceSet(0);
   if (buf[0] && buf[1] && buf[2]) {
     EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
-    for (int c = 0; c < 3; ++c) ncclAllReduce(buf[c], buf[c], 6, ncclFloat, ncclSum, comms[c], stream);
+    for (int c = 0; c < 3; ++c) ncclAllReduce(buf[c], buf[c], 6, ncclFloat, ncclSum, comms[c], streams[c]);
     r = ncclGroupEnd();
     EXPECT(r == ncclSuccess, "one device group over three communicators (%s wait): %s (%s)", wait,
            ncclGetErrorString(r), ncclGetLastError(NULL));
-    EXPECT(coralStreamSynchronize(stream) == coralSuccess, "coralStreamSynchronize");
+    EXPECT(coralDeviceGet(&dev) == coralSuccess && dev == 0, "the group left the thread on GPU %d, not 0", dev);
+    for (int c = 0; c < 3; ++c) EXPECT(coralStreamSynchronize(streams[c]) == coralSuccess, "coralStreamSynchronize");
     for (int c = 0; c < 3; ++c)
       for (int i = 0; i < 6; ++i)
         EXPECT(buf[c][i] == (float)(3 + 3 * i), "%s wait: comm %d [%d] = %g", wait, c, i, buf[c][i]);
@@ -265,8 +275,8 @@ static int one_process_device(const char* wait) {
   for (int c = 0; c < 3; ++c) {
     if (buf[c]) ncclMemFree(buf[c]);
     EXPECT(ncclCommDestroy(comms[c]) == ncclSuccess, "ncclCommDestroy %d", c);
+    coralStreamDestroy(streams[c]);
   }
-  coralStreamDestroy(stream);
   unsetenv("CORAL_GPU_STREAM_WAIT");
   printf("InitAll, device, %-11s P=3 %s\n", wait, failures ? "FAILED" : "ok");
   return failures;

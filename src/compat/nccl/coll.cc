@@ -15,8 +15,9 @@ thread_local std::vector<ncclComm_t> t_inits;  // blocking creations started in 
 coralDataType_t dt(ncclDataType_t t) { return static_cast<coralDataType_t>(t); }
 coralRedOp_t op(ncclRedOp_t o) { return static_cast<coralRedOp_t>(o); }
 
-#define CHECK_COMM(fn) \
-  if (ncclResult_t bad = usable(comm, fn); bad != ncclSuccess) return bad;
+#define CHECK_COMM(fn)                                                     \
+  if (ncclResult_t bad = usable(comm, fn); bad != ncclSuccess) return bad; \
+  const OnDevice on_device(comm);
 
 }  // namespace
 

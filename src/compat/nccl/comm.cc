@@ -12,12 +12,14 @@ namespace {
 
 thread_local std::string t_last_error;
 
-ncclComm_t make(coralComm_t c, bool blocking) {
+// device: the new communicator's GPU, or -1 for the thread's current one (if it has a GPU).
+ncclComm_t make(coralComm_t c, bool blocking, int device = -1) {
   auto* comm = new ncclComm;
   comm->coral = c;
   comm->blocking = blocking;
+  comm->device = device;
   int gpus = 0;
-  if (coralDeviceCount(&gpus) == coralSuccess && gpus > 0) coralDeviceGet(&comm->device);
+  if (device < 0 && coralDeviceCount(&gpus) == coralSuccess && gpus > 0) coralDeviceGet(&comm->device);
   return comm;
 }
 
@@ -170,10 +172,11 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   bool blocking = comm->blocking;
   if (ncclResult_t r = config_from(config, &cc, &blocking, "ncclCommSplit"); r != ncclSuccess) return r;
   coralComm_t c = nullptr;
+  const OnDevice on_device(comm);
   const coralResult_t r = coralCommSplit(comm->coral, color, key, &c);
   if (r != coralSuccess) return from(r, comm->coral);
   if (c) {
-    *newcomm = make(c, blocking);
+    *newcomm = make(c, blocking, comm->device);  // as NCCL: the parent's GPU
     learn(*newcomm);
   }
   return ncclSuccess;
@@ -191,9 +194,10 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclCom
   if (ncclResult_t r = config_from(config, &cc, &blocking, "ncclCommShrink"); r != ncclSuccess) return r;
   // Coral's shrink works on a failed parent whatever was in flight, so both flags mean the same.
   coralComm_t c = nullptr;
+  const OnDevice on_device(comm);
   const coralResult_t r = coralCommShrink(comm->coral, exclude, nexclude, &c);
   if (r != coralSuccess) return from(r, comm->coral);
-  *newcomm = make(c, blocking);
+  *newcomm = make(c, blocking, comm->device);
   learn(*newcomm);
   return ncclSuccess;
 }

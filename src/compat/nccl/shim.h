@@ -32,6 +32,27 @@ ncclResult_t config_from(const ncclConfig_t* in, coralConfig_t* out, bool* block
 void group_track_init(ncclComm_t comm);
 bool in_group();
 
+// NCCL runs a communicator's calls on the GPU it was created on, whatever device the caller
+// has current (one thread may drive several GPUs' communicators); Coral runs them on the
+// current one. So a call switches to its communicator's GPU and back.
+class OnDevice {
+ public:
+  explicit OnDevice(const ncclComm* comm) {
+    int now = -1;
+    if (comm->device >= 0 && coralDeviceGet(&now) == coralSuccess && now != comm->device &&
+        coralDeviceSet(comm->device) == coralSuccess)
+      prev_ = now;
+  }
+  ~OnDevice() {
+    if (prev_ >= 0) coralDeviceSet(prev_);
+  }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  int prev_ = -1;
+};
+
 }  // namespace coral_nccl
 
 // NCCL exports every function twice: ncclX, and pncclX for profilers to wrap.
