@@ -75,7 +75,12 @@ std::string explain_wait(int me, const FlightStatus& mine, int peer, double wait
       std::string cycle;
       for (size_t i = std::find(seen.begin(), seen.end(), next) - seen.begin(); i < seen.size(); ++i)
         cycle += fmt::format("rank {} -> ", seen[i]);
-      text += fmt::format(": a cycle of waits ({}rank {}): the ranks called different operations", cycle, next);
+      // Between sends and receives the usual cause is each rank sending before it receives.
+      text += fmt::format(": a cycle of waits ({}rank {}): {}", cycle, next,
+                          is_p2p(mine.kind) && is_p2p(s.kind)
+                              ? "each waits for a match the other has not posted (sending before receiving on "
+                                "both sides? put the sends and receives in one group)"
+                              : "the ranks called different operations");
       break;
     }
     r = next;

@@ -58,12 +58,18 @@ void Communicator::run_stream_p2p(Request& r) {
   }
   g.stream.sync();
   P2PEngine engine(rank_, host_.links, settings_.chunk_bytes, p2p_seq_send_, p2p_seq_recv_);
+  // On the flight board as the host's batches are, so that a timed-out peer's message says
+  // what this rank is doing, not that it has started nothing.
+  flight_->start(kFlightBatch, ++batch_seq_, ops.size(), 1);
   engine.add(std::move(ops));
+  bool published = false;
   try {
-    drive(engine, [] {});
+    published = drive(engine, [] {});
+    end_flight(coralSuccess, published, "");
   } catch (const Error& e) {
     const std::string msg = fmt::format("rank {}: {}", rank_, e.what());
     record_failure(e.code(), msg);
+    end_flight(e.code(), published, msg);
     fail(e.code(), msg);
   }
   i = 0;

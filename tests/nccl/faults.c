@@ -157,6 +157,36 @@ static int async_error(int rank, int nranks, ncclUniqueId id) {
   return failures;
 }
 
+/* Both ranks send before they receive, outside a group, more than the links buffer: NCCL
+ * hangs; Coral fails both within the timeout, and the message names the cycle and the cure. */
+static int send_first(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
+  const size_t n = 4 << 20;
+  void *out = NULL, *in = NULL, *stream = NULL;
+  EXPECT(ncclMemAlloc(&out, n * sizeof(float)) == ncclSuccess, "ncclMemAlloc");
+  EXPECT(ncclMemAlloc(&in, n * sizeof(float)) == ncclSuccess, "ncclMemAlloc");
+  EXPECT(coralStreamCreate(&stream) == coralSuccess, "coralStreamCreate");
+  const int peer = 1 - rank;
+  EXPECT(ncclSend(out, n, ncclFloat, peer, comm, stream) == ncclSuccess, "ncclSend is queued");
+  EXPECT(ncclRecv(in, n, ncclFloat, peer, comm, stream) == ncclSuccess, "ncclRecv is queued");
+  coralStreamSynchronize(stream);
+  ncclResult_t state = ncclInProgress;
+  ncclCommGetAsyncError(comm, &state);
+  /* The first to time out (ncclSystemError) aborts the other (ncclRemoteError). */
+  EXPECT(state == ncclSystemError || state == ncclRemoteError,
+         "send before receive on both ranks: asynchronous error %s, wanted a timeout", ncclGetErrorString(state));
+  const char* msg = ncclGetLastError(comm);
+  EXPECT(strstr(msg, "point-to-point") && strstr(msg, "cycle of waits") && strstr(msg, "one group"),
+         "the message should name the point-to-point cycle and the group that avoids it: '%s'", msg);
+  ncclCommAbort(comm);
+  ncclMemFree(out);
+  ncclMemFree(in);
+  coralStreamDestroy(stream);
+  return failures;
+}
+
 /* Bad arguments: each call returns ncclInvalidArgument (or ncclInvalidUsage) with a message. */
 static int bad_arguments(int rank, int nranks, ncclUniqueId id) {
   int failures = 0;
@@ -305,5 +335,6 @@ int suite_faults(void) {
   failures += run_ranks("abort", 3, abort_peer, -1);
   failures += run_ranks("shrink after kill -9", 4, shrink, 3);
   failures += run_ranks("async error (stand-in GPU)", 2, async_error, 1);
+  failures += run_ranks("send before receive, both ranks", 2, send_first, -1);
   return failures;
 }
