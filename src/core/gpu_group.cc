@@ -1,10 +1,20 @@
 // Stream-ordered point-to-point calls (device buffers, or host buffers with a stream), alone or
 // a group's. Run one by one a group's could deadlock (every rank sending right before receiving
 // left), and a lone one must meet its peer's on the same links with the same tags whatever path
-// the peer's took, so all go as one stream-ordered request through the host's point-to-point
-// engine: device sends are copied down to pinned memory, moved together with the receives, and
-// device receives copied up, before the caller's stream goes on.
+// the peer's took, so all go through the host's point-to-point engine: device sends are copied
+// down to pinned memory, moved together with the receives, and device receives copied up,
+// before the caller's stream goes on.
+//
+// Like the host's requests (batch.cc), the stream-ordered ones queued behind a running one are
+// adopted into its engine, so each rank sending before it receives, with no group, completes
+// (where NCCL would hang). An adopted request's buffers are its stream's until its ready event
+// fires, which on one stream is only after the requests before it are done. So its receives
+// land in staging at once, its sends go once it is ready, and the requests complete (copies
+// up, flag raised) strictly in order.
 #include <fmt/format.h>
+
+#include <cstring>
+#include <deque>
 
 #include "base/error.h"
 #include "core/communicator.h"
@@ -16,20 +26,40 @@ namespace coral {
 
 namespace {
 
+constexpr size_t kNone = ~size_t{0};
+
 size_t bytes_of(const Call& c) { return c.args.count * kernels::dtype_size(c.args.dtype); }
 bool sends(const Call& c) { return c.args.coll == collectives::Coll::Send; }
+
+// A stream-ordered point-to-point request, which a running one may adopt.
+bool stream_p2p(const Request& r) { return r.ready && !r.group.empty(); }
+
+// Where a request's device sends, then its device receives, sit in its pinned staging.
+size_t device_send_bytes(const Request& r) {
+  size_t out = 0;
+  for (const Call& c : r.group)
+    if (c.device && sends(c)) out += bytes_of(c);
+  return out;
+}
+
+// One request in the running engine.
+struct InFlight {
+  Request* req;
+  std::shared_ptr<Request> adopted;  // null for the request being run
+  size_t recv_id = kNone;            // engine ids of its receives and of its sends
+  size_t send_id = kNone;
+  std::vector<std::byte> host_in;  // an adopted request's host receives land here first
+};
 
 }  // namespace
 
 std::shared_ptr<Request> Communicator::run_group_on_stream(std::vector<Call> calls, void* stream) {
   ensure_gpu();
-  size_t out = 0, in = 0;
+  size_t bytes = 0;
   for (const Call& c : calls)
-    if (c.device) (sends(c) ? out : in) += bytes_of(c);
-  // Reserved now, before the stream is parked (gpu_state.h says why).
-  gpu_->stage[0].get(std::max<size_t>(out, 1));
-  gpu_->stage[2].get(std::max<size_t>(in, 1));
+    if (c.device) bytes += bytes_of(c);
   auto req = std::make_shared<Request>();
+  req->staging = gpu_->p2p_stages->take(bytes);  // now, before the stream is parked (gpu_state.h)
   req->group = std::move(calls);
   req->device = true;
   return submit_stream(std::move(req), stream);
@@ -38,47 +68,119 @@ std::shared_ptr<Request> Communicator::run_group_on_stream(std::vector<Call> cal
 void Communicator::run_stream_p2p(Request& r) {
   GpuState& g = *gpu_;
   void* s = g.stream.get();
-  size_t out = 0, in = 0;
-  for (const Call& c : r.group)
-    if (c.device) (sends(c) ? out : in) += bytes_of(c);
-  auto* host_out = static_cast<std::byte*>(g.stage[0].get(std::max<size_t>(out, 1)));
-  auto* host_in = static_cast<std::byte*>(g.stage[2].get(std::max<size_t>(in, 1)));
-  std::vector<P2POp> ops;
-  size_t o = 0, i = 0;
-  for (const Call& c : r.group) {
-    P2POp op = p2p_op(sends(c), c.args.root, c.send, c.recv, bytes_of(c));
-    if (!c.device) {  // host memory: moved where it is
-      ops.push_back(op);
-      continue;
-    }
-    op.buf = op.send ? host_out + o : host_in + i;
-    if (op.send && op.bytes) gpu::copy_async(op.buf, c.send, op.bytes, s);
-    (op.send ? o : i) += op.bytes;
-    ops.push_back(op);
-  }
-  g.stream.sync();
   P2PEngine engine(rank_, host_.links, settings_.chunk_bytes, p2p_seq_send_, p2p_seq_recv_);
+  std::deque<InFlight> flying;  // in queue order; the front is the oldest not yet complete
+
+  // Receives: device ones into staging; host ones in place once the request is ready (the one
+  // being run is), else into host_in first.
+  auto post_receives = [&](InFlight& f) {
+    std::byte* dev_in = f.req->staging.get() + device_send_bytes(*f.req);
+    size_t host_bytes = 0;
+    if (f.adopted)
+      for (const Call& c : f.req->group)
+        if (!sends(c) && !c.device) host_bytes += bytes_of(c);
+    f.host_in.resize(host_bytes);
+    std::vector<P2POp> ops;
+    size_t d = 0, h = 0;
+    for (const Call& c : f.req->group) {
+      if (sends(c)) continue;
+      P2POp op = p2p_op(false, c.args.root, nullptr, c.recv, bytes_of(c));
+      if (c.device)
+        op.buf = dev_in + d, d += op.bytes;
+      else if (f.adopted)
+        op.buf = f.host_in.data() + h, h += op.bytes;
+      ops.push_back(op);
+    }
+    f.recv_id = engine.add(std::move(ops));
+  };
+  // Sends, once the request's ready event has fired: device ones copied down first.
+  auto post_sends = [&](InFlight& f) {
+    std::vector<P2POp> ops;
+    size_t o = 0;
+    for (const Call& c : f.req->group) {
+      if (!sends(c)) continue;
+      P2POp op = p2p_op(true, c.args.root, c.send, nullptr, bytes_of(c));
+      if (c.device) {
+        op.buf = f.req->staging.get() + o;
+        if (op.bytes) gpu::copy_async(op.buf, c.send, op.bytes, s);
+        o += op.bytes;
+      }
+      ops.push_back(op);
+    }
+    if (o) g.stream.sync();
+    f.send_id = engine.add(std::move(ops));
+  };
+  // All its messages moved: receives copied to their buffers, then the caller's stream released.
+  auto complete = [&](InFlight& f) {
+    std::byte* dev_in = f.req->staging.get() + device_send_bytes(*f.req);
+    size_t d = 0, h = 0, up = 0;
+    for (const Call& c : f.req->group) {
+      if (sends(c)) continue;
+      const size_t n = bytes_of(c);
+      if (c.device) {
+        if (n) gpu::copy_async(c.recv, dev_in + d, n, s);
+        d += n, up += n;
+      } else if (f.adopted) {
+        if (n) std::memcpy(c.recv, f.host_in.data() + h, n);
+        h += n;
+      }
+    }
+    if (up) g.stream.sync();
+    g.flag.set(f.req->seq);
+    if (f.adopted) {
+      f.adopted->finish(coralSuccess, "");
+      queue_.adopted_done();
+    }
+  };
+  auto done = [&](const InFlight& f) {
+    return f.send_id != kNone && engine.owner_done(f.recv_id) && engine.owner_done(f.send_id);
+  };
+  auto between = [&] {
+    while (std::shared_ptr<Request> next = queue_.take_front_if(stream_p2p)) {
+      flying.push_back({next.get(), next, kNone, kNone, {}});
+      post_receives(flying.back());
+    }
+    // Sends keep their order: a request's go after those of every request before it.
+    for (InFlight& f : flying) {
+      if (f.send_id != kNone) continue;
+      if (!f.req->ready->query()) break;
+      post_sends(f);
+    }
+    while (!flying.empty() && done(flying.front())) {
+      complete(flying.front());
+      flying.pop_front();
+    }
+  };
+
   // On the flight board as the host's batches are, so that a timed-out peer's message says
   // what this rank is doing, not that it has started nothing.
-  flight_->start(kFlightBatch, ++batch_seq_, ops.size(), 1);
-  engine.add(std::move(ops));
+  flight_->start(kFlightBatch, ++batch_seq_, r.group.size(), 1);
   bool published = false;
   try {
-    published = drive(engine, [] {});
+    flying.push_back({&r, nullptr, kNone, kNone, {}});
+    post_receives(flying.back());
+    post_sends(flying.back());  // run_stream_call waited for its ready event
+    while (true) {
+      published = drive(engine, between) || published;
+      between();
+      if (flying.empty()) break;
+      // Nothing left to move: the oldest request waits for its stream to reach it.
+      flying.front().req->ready->sync();
+    }
     end_flight(coralSuccess, published, "");
   } catch (const Error& e) {
     const std::string msg = fmt::format("rank {}: {}", rank_, e.what());
     record_failure(e.code(), msg);
     end_flight(e.code(), published, msg);
+    // Every adopted request fails with it, and no caller's stream is left waiting.
+    for (InFlight& f : flying) {
+      if (!f.adopted) continue;
+      g.flag.set(f.req->seq);
+      f.adopted->finish(e.code(), msg);
+      queue_.adopted_done();
+    }
     fail(e.code(), msg);
   }
-  i = 0;
-  for (const Call& c : r.group) {
-    if (sends(c) || !c.device) continue;
-    if (const size_t n = bytes_of(c)) gpu::copy_async(c.recv, host_in + i, n, s);
-    i += bytes_of(c);
-  }
-  g.stream.sync();
 }
 
 }  // namespace coral

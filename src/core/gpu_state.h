@@ -44,6 +44,10 @@ class GrowBuffer {
     }
     return p_;
   }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return size_;
+  }
 
  private:
   std::mutex mu_;
@@ -79,6 +83,40 @@ class EventPool : public std::enable_shared_from_this<EventPool> {
 
 using DeviceBuffer = GrowBuffer<gpu::alloc_device, gpu::free_device>;
 using PinnedBuffer = GrowBuffer<gpu::alloc_pinned, gpu::free_pinned>;
+
+// Pinned staging for stream-ordered sends and receives, a block per request: the progress
+// thread runs several such requests at once (gpu_group.cc). The caller takes one, sized, before
+// it parks its stream; it comes back to the pool (not freed) when the request is dropped.
+class StagePool : public std::enable_shared_from_this<StagePool> {
+ public:
+  std::shared_ptr<std::byte> take(size_t bytes) {
+    std::unique_ptr<PinnedBuffer> b;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // The largest free block: the one least likely to grow.
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it)
+        if (best == free_.end() || (*it)->size() > (*best)->size()) best = it;
+      if (best != free_.end()) {
+        b = std::move(*best);
+        free_.erase(best);
+      }
+    }
+    if (!b) b = std::make_unique<PinnedBuffer>();
+    auto* p = static_cast<std::byte*>(b->get(std::max<size_t>(bytes, 1)));
+    return std::shared_ptr<std::byte>(p, [pool = weak_from_this(), raw = b.release()](std::byte*) {
+      std::unique_ptr<PinnedBuffer> back(raw);
+      if (auto keep = pool.lock()) {
+        std::lock_guard<std::mutex> lock(keep->mu_);
+        keep->free_.emplace_back(std::move(back));
+      }
+    });
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<PinnedBuffer>> free_;
+};
 
 // Puts the thread's device back once the GpuState holding it is gone (its first member, so
 // destroyed last).
@@ -122,11 +160,12 @@ struct GpuState {
   size_t chunk_bytes = 0;
   std::shared_ptr<EventPool> events = std::make_shared<EventPool>();
   DeviceBuffer scratch;   // one-shot and two-shot fold here: at most chunk_bytes
-  PinnedBuffer stage[4];  // send and receive staging, double-buffered
-  DeviceBuffer premul;    // PreMulSum's scaled inputs
-  PinnedBuffer scalar;    // a device PreMulSum scalar read back for the host path
-  gpu::Event staged[2];   // piece k copied to pinned memory
-  gpu::Event landed[2];   // piece k copied back to the GPU
+  PinnedBuffer stage[4];  // send and receive staging of collectives across hosts, double-buffered
+  std::shared_ptr<StagePool> p2p_stages = std::make_shared<StagePool>();  // stream-ordered sends and receives
+  DeviceBuffer premul;                                                    // PreMulSum's scaled inputs
+  PinnedBuffer scalar;   // a device PreMulSum scalar read back for the host path
+  gpu::Event staged[2];  // piece k copied to pinned memory
+  gpu::Event landed[2];  // piece k copied back to the GPU
 };
 
 }  // namespace coral

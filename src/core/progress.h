@@ -71,6 +71,9 @@ struct Request {
   std::shared_ptr<gpu::Event> ready;
   bool device = false;  // buffers are device memory
   uint64_t seq = 0;
+  // Stream-ordered sends and receives: pinned room for the device sends, then the device
+  // receives (core/gpu_group.cc).
+  std::shared_ptr<std::byte> staging;
   std::atomic<int>* callers_waiting = nullptr;  // the communicator's, counted by whoever waits
 
   void finish(coralResult_t rc, const std::string& err);

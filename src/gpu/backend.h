@@ -35,6 +35,7 @@ struct Backend {
   void (*event_destroy)(void* e);
   void (*event_record)(void* e, void* stream);
   void (*event_sync)(void* e);
+  bool (*event_query)(void* e);  // the work before its record is done (cudaEventQuery)
   // A HostFlag's 64-bit word: host_ and the device's view of it, dev_.
   void (*flag_alloc)(volatile uint64_t*& host, void*& dev);
   void (*flag_free)(volatile uint64_t* host);

@@ -128,6 +128,12 @@ void* event_create() {
 void event_destroy(void* e) { cudaEventDestroy(as_event(e)); }
 void event_record(void* e, void* stream) { check(cudaEventRecord(as_event(e), as_stream(stream)), "cudaEventRecord"); }
 void event_sync(void* e) { check(cudaEventSynchronize(as_event(e)), "cudaEventSynchronize"); }
+bool event_query(void* e) {
+  const cudaError_t r = cudaEventQuery(as_event(e));
+  if (r == cudaErrorNotReady) return false;  // not an error (and launches clear stale ones first)
+  check(r, "cudaEventQuery");
+  return true;
+}
 
 void flag_alloc(volatile uint64_t*& host, void*& dev) {
   void* h = nullptr;
@@ -206,6 +212,7 @@ constexpr Backend kCuda{
     .event_destroy = event_destroy,
     .event_record = event_record,
     .event_sync = event_sync,
+    .event_query = event_query,
     .flag_alloc = flag_alloc,
     .flag_free = flag_free,
     .flag_wait = flag_wait,

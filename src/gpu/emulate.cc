@@ -29,15 +29,25 @@ struct Mapping {
 thread_local int t_device = 0;  // as CUDA's: each thread starts on GPU 0
 
 struct EmuStream {
-  std::vector<std::pair<const volatile uint64_t*, uint64_t>> waits;
+  std::vector<std::pair<const volatile uint64_t*, uint64_t>> waits;  // until a synchronise drains them
   int device = 0;  // the stand-in GPU current at its creation, as a CUDA stream's
 };
 
-// Nothing to wait for, but it belongs to a GPU: recording it on another GPU's stream fails, as
-// CUDA's does, so the emulator catches work sent to the wrong GPU.
+using Waits = std::vector<std::pair<const volatile uint64_t*, uint64_t>>;
+
+// Recorded, an event holds the flag waits its stream had queued: it fires once they hold, as a
+// real event fires once the stream reaches it. It belongs to a GPU: recording it on another
+// GPU's stream fails, as CUDA's does, so the emulator catches work sent to the wrong GPU.
 struct EmuEvent {
   int device;
+  Waits waits;
 };
+
+bool holds(const Waits& waits) {
+  for (auto& [flag, v] : waits)
+    if (__atomic_load_n(const_cast<const uint64_t*>(flag), __ATOMIC_ACQUIRE) < v) return false;
+  return true;
+}
 
 std::mutex mu;
 // Named segments outlive the process unless unlinked; those a program never freed are unlinked
@@ -180,7 +190,7 @@ void* ipc_open(const IpcHandle& h) {
 
 void ipc_close(void* p) { free(p); }
 
-void* event_create() { return new EmuEvent{t_device}; }
+void* event_create() { return new EmuEvent{t_device, {}}; }
 void event_destroy(void* e) { delete static_cast<EmuEvent*>(e); }
 
 void event_record(void* e, void* stream) {
@@ -189,6 +199,18 @@ void event_record(void* e, void* stream) {
   if (ev != st)
     fail(coralUnhandledCudaError, "emulated cudaEventRecord: the event is of GPU " + std::to_string(ev) +
                                       " and the stream of GPU " + std::to_string(st) + " (invalid resource handle)");
+  const EmuStream& s = stream ? *static_cast<EmuStream*>(stream) : default_stream();
+  std::lock_guard<std::mutex> lock(mu);
+  static_cast<EmuEvent*>(e)->waits = s.waits;
+}
+
+bool event_query(void* e) {
+  std::lock_guard<std::mutex> lock(mu);
+  return holds(static_cast<EmuEvent*>(e)->waits);
+}
+
+void event_sync(void* e) {
+  while (!event_query(e)) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 }  // namespace coral::gpu::emu
@@ -197,8 +219,8 @@ namespace coral::gpu {
 
 namespace {
 
-// Emulated work completes when issued: events have nothing to wait for (but keep their GPU),
-// and pinned memory is plain host memory.
+// Emulated work completes when issued, but for the flag waits that events and synchronises
+// honour; pinned memory is plain host memory.
 constexpr Backend kEmulated{
     .usable = [] { return true; },
     .why_not = []() -> std::string { return ""; },
@@ -217,7 +239,8 @@ constexpr Backend kEmulated{
     .event_create = emu::event_create,
     .event_destroy = emu::event_destroy,
     .event_record = emu::event_record,
-    .event_sync = [](void*) {},
+    .event_sync = emu::event_sync,
+    .event_query = emu::event_query,
     .flag_alloc = [](volatile uint64_t*& host, void*&) { host = new uint64_t(0); },
     .flag_free = [](volatile uint64_t* host) { delete const_cast<uint64_t*>(host); },
     .flag_wait = [](void* s, const volatile uint64_t* host, void*,

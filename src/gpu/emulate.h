@@ -29,6 +29,8 @@ void stream_sync(void* s);
 void* event_create();
 void event_destroy(void* e);
 void event_record(void* e, void* stream);
+bool event_query(void* e);
+void event_sync(void* e);
 IpcHandle ipc_export(void* p);
 void* ipc_open(const IpcHandle& h);
 void ipc_close(void* p);

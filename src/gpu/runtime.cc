@@ -47,6 +47,7 @@ constexpr Backend kNone{
     .event_destroy = nothing<void*>,
     .event_record = unavailable<void, void*, void*>,
     .event_sync = unavailable<void, void*>,
+    .event_query = unavailable<bool, void*>,
     .flag_alloc = unavailable<void, volatile uint64_t*&, void*&>,
     .flag_free = nothing<volatile uint64_t*>,
     .flag_wait = nothing<void*, const volatile uint64_t*, void*, uint64_t>,
@@ -168,6 +169,7 @@ void Event::record(void* stream) {
 void Event::sync() {
   if (e_) backend().event_sync(e_);
 }
+bool Event::query() { return !e_ || backend().event_query(e_); }
 
 HostFlag::HostFlag() { backend().flag_alloc(host_, dev_); }
 HostFlag::~HostFlag() { backend().flag_free(host_); }
@@ -179,7 +181,12 @@ void HostFlag::enqueue_wait(void* stream, uint64_t value) { backend().flag_wait(
 bool HostFlag::parked() const {
   return waited_.load(std::memory_order_relaxed) > __atomic_load_n(host_, __ATOMIC_ACQUIRE);
 }
-void HostFlag::set(uint64_t value) { __atomic_store_n(const_cast<uint64_t*>(host_), value, __ATOMIC_RELEASE); }
+void HostFlag::set(uint64_t value) {
+  // Never back: stream calls finish in order, and a later one's number covers the earlier ones.
+  auto* word = const_cast<uint64_t*>(host_);
+  uint64_t now = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+  while (now < value && !__atomic_compare_exchange_n(word, &now, value, true, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {}
+}
 
 void* alloc_device(size_t bytes) {
   may_allocate("cudaMalloc");

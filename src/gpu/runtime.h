@@ -56,6 +56,7 @@ class Event {
   Event& operator=(const Event&) = delete;
   void record(void* stream);
   void sync();
+  bool query();  // without waiting: has the work before the record finished?
 
  private:
   void* e_ = nullptr;
@@ -74,7 +75,7 @@ class HostFlag {
   // it wait. Split so the record can be made under a lock the enqueue must not hold.
   void note_wait(uint64_t value);
   void enqueue_wait(void* stream, uint64_t value);
-  void set(uint64_t value);
+  void set(uint64_t value);  // raises the word to value (never lowers it)
   // A stream waits for a value not yet set.
   bool parked() const;
 

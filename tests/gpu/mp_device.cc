@@ -121,6 +121,48 @@ std::string group_ring(coralComm_t comm, void* stream, int rank, int p) {
   return "";
 }
 
+// No group: every rank sends to both neighbours, then receives from both (torch 2's isend and
+// irecv on CUDA tensors, one call each), 3 MiB apiece, so each send waits for the peer's receive
+// queued behind that peer's sends. Then the stream overwrites the send buffer and every rank
+// sends right before it receives left: the second send must carry the new data.
+std::string ungrouped_exchange(coralComm_t comm, void* stream, int rank, int p) {
+  const size_t n = (size_t{3} << 20) / 4;
+  auto pattern = [](int r, int round, size_t i) { return static_cast<int32_t>(r * 1000003 + round * 7 + i); };
+  std::vector<int32_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = pattern(rank, 1, i);
+  char* out = dev_alloc(n * 4);
+  char* fresh = dev_alloc(n * 4);
+  char* in_prev = dev_alloc(n * 4);
+  char* in_next = dev_alloc(n * 4);
+  copy(out, v.data(), n * 4, stream);
+  for (size_t i = 0; i < n; ++i) v[i] = pattern(rank, 2, i);
+  copy(fresh, v.data(), n * 4, stream);
+  const int next = (rank + 1) % p, prev = (rank + p - 1) % p;
+  coralResult_t rc[6];
+  rc[0] = coralSend(out, n, coralInt32, next, comm, stream);
+  rc[1] = coralSend(out, n, coralInt32, prev, comm, stream);
+  rc[2] = coralRecv(in_prev, n, coralInt32, prev, comm, stream);
+  rc[3] = coralRecv(in_next, n, coralInt32, next, comm, stream);
+  gpu::copy_async(out, fresh, n * 4, stream);
+  rc[4] = coralSend(out, n, coralInt32, next, comm, stream);
+  rc[5] = coralRecv(in_prev, n, coralInt32, prev, comm, stream);
+  gpu::Stream::sync_raw(stream);
+  std::string err;
+  for (coralResult_t r : rc)
+    if (r != coralSuccess) err = "ungrouped exchange: a call failed";
+  coralResult_t async = coralSuccess;
+  coralCommGetAsyncError(comm, &async);
+  if (err.empty() && async != coralSuccess) err = "ungrouped exchange: asynchronous error";
+  std::vector<int32_t> got_prev(n), got_next(n);
+  copy(got_prev.data(), in_prev, n * 4, stream);
+  copy(got_next.data(), in_next, n * 4, stream);
+  for (size_t i = 0; err.empty() && i < n; i += 997)
+    if (got_next[i] != pattern(next, 1, i) || got_prev[i] != pattern(prev, 2, i))
+      err = "ungrouped exchange: wrong data (a send did not wait for its stream, or receives crossed)";
+  for (char* b : {out, fresh, in_prev, in_next}) gpu::free_device(b);
+  return err;
+}
+
 // A send outside a group meets a receive inside one, and a group mixes a host-buffer send with
 // a device-buffer receive: both take one path, so they match.
 std::string mixed_p2p(coralComm_t comm, void* stream, int rank, int p) {
@@ -256,6 +298,14 @@ int run(int argc, char** argv) {
   if (std::string e = premul_device(comm, stream, rank, p); !e.empty()) return fail(e.c_str(), comm);
   if (p > 1)
     if (std::string e = mixed_p2p(comm, stream, rank, p); !e.empty()) return fail(e.c_str(), comm);
+  // A caller that waits on the host for each call (CUDA_DEVICE_MAX_CONNECTIONS=1) cannot post
+  // its receives while its first send waits for the peer's: as with NCCL, that needs a group.
+  const char* wait = std::getenv("CORAL_GPU_STREAM_WAIT");
+  const char* conns = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const bool host_wait =
+      wait && *wait && std::string(wait) != "auto" ? std::string(wait) == "host" : conns && std::string(conns) == "1";
+  if (p > 1 && !host_wait)
+    if (std::string e = ungrouped_exchange(comm, stream, rank, p); !e.empty()) return fail(e.c_str(), comm);
   coralResult_t async = coralSuccess;
   coralCommGetAsyncError(comm, &async);
   if (async != coralSuccess) return fail("async error", comm);

@@ -157,29 +157,48 @@ static int async_error(int rank, int nranks, ncclUniqueId id) {
   return failures;
 }
 
-/* Both ranks send before they receive, outside a group, more than the links buffer: NCCL
- * hangs; Coral fails both within the timeout, and the message names the cycle and the cure. */
+/* Both ranks send before they receive, outside a group, more than the links buffer. Coral's
+ * progress thread takes the receives queued behind a waiting send, so this completes (NCCL
+ * hangs). A caller that waits on the host for each call cannot queue them: there it fails
+ * within the timeout, and the message names the cycle and the cure. */
 static int send_first(int rank, int nranks, ncclUniqueId id) {
   int failures = 0;
   ncclComm_t comm;
   if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
   const size_t n = 4 << 20;
-  void *out = NULL, *in = NULL, *stream = NULL;
-  EXPECT(ncclMemAlloc(&out, n * sizeof(float)) == ncclSuccess, "ncclMemAlloc");
-  EXPECT(ncclMemAlloc(&in, n * sizeof(float)) == ncclSuccess, "ncclMemAlloc");
+  float *out = NULL, *in = NULL;
+  void* stream = NULL;
+  EXPECT(ncclMemAlloc((void**)&out, n * sizeof(float)) == ncclSuccess, "ncclMemAlloc");
+  EXPECT(ncclMemAlloc((void**)&in, n * sizeof(float)) == ncclSuccess, "ncclMemAlloc");
   EXPECT(coralStreamCreate(&stream) == coralSuccess, "coralStreamCreate");
+  if (!out || !in || !stream) return failures;
+  for (size_t i = 0; i < n; ++i) out[i] = (float)(rank * 3 + i % 1000), in[i] = -1; /* the stand-in's memory is mapped */
   const int peer = 1 - rank;
+  setenv("CORAL_GPU_STREAM_WAIT", "flag", 1);
   EXPECT(ncclSend(out, n, ncclFloat, peer, comm, stream) == ncclSuccess, "ncclSend is queued");
   EXPECT(ncclRecv(in, n, ncclFloat, peer, comm, stream) == ncclSuccess, "ncclRecv is queued");
-  coralStreamSynchronize(stream);
+  EXPECT(coralStreamSynchronize(stream) == coralSuccess, "coralStreamSynchronize");
   ncclResult_t state = ncclInProgress;
   ncclCommGetAsyncError(comm, &state);
-  /* The first to time out (ncclSystemError) aborts the other (ncclRemoteError). */
-  EXPECT(state == ncclSystemError || state == ncclRemoteError,
-         "send before receive on both ranks: asynchronous error %s, wanted a timeout", ncclGetErrorString(state));
-  const char* msg = ncclGetLastError(comm);
-  EXPECT(strstr(msg, "point-to-point") && strstr(msg, "cycle of waits") && strstr(msg, "one group"),
-         "the message should name the point-to-point cycle and the group that avoids it: '%s'", msg);
+  EXPECT(state == ncclSuccess, "send before receive on both ranks: %s (%s)", ncclGetErrorString(state),
+         ncclGetLastError(comm));
+  for (size_t i = 0; i < n; i += 4099)
+    EXPECT(in[i] == (float)(peer * 3 + i % 1000), "send before receive: [%zu] = %g", i, in[i]);
+
+  setenv("CORAL_GPU_STREAM_WAIT", "host", 1);
+  ncclComm_t waiting = NULL;
+  EXPECT(ncclCommSplit(comm, 0, rank, &waiting, NULL) == ncclSuccess, "ncclCommSplit");
+  if (waiting) {
+    ncclResult_t r = ncclSend(out, n, ncclFloat, peer, waiting, stream);
+    /* The first to time out (ncclSystemError) aborts the other (ncclRemoteError). */
+    EXPECT(r == ncclSystemError || r == ncclRemoteError, "a send waited on the host: %s, wanted a timeout",
+           ncclGetErrorString(r));
+    const char* msg = ncclGetLastError(waiting);
+    EXPECT(strstr(msg, "point-to-point") && strstr(msg, "cycle of waits") && strstr(msg, "one group"),
+           "the message should name the point-to-point cycle and the group that avoids it: '%s'", msg);
+    ncclCommAbort(waiting);
+  }
+  unsetenv("CORAL_GPU_STREAM_WAIT");
   ncclCommAbort(comm);
   ncclMemFree(out);
   ncclMemFree(in);
