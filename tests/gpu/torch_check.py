@@ -65,6 +65,21 @@ if P > 1:
         got = torch.zeros(64, device=dev)
         dist.recv(got, 0)
         check("send/recv", got, torch.full((64,), 7.0))
+    # A ring exchange of 4 MiB tensors, sends first (pipeline-parallel stages do this), both
+    # as isend/irecv and as batch_isend_irecv, which torch 2 runs op by op for a backend
+    # without coalescing: the receives queued behind a waiting send must join it.
+    nxt, prv = (r + 1) % P, (r - 1) % P
+    out = torch.full((1 << 20,), float(r), device=dev)
+    got = torch.empty(1 << 20, device=dev)
+    works = [dist.isend(out, nxt), dist.irecv(got, prv)]
+    for w_ in works:
+        w_.wait()
+    check("isend/irecv ring", got, torch.full((1 << 20,), float(prv)))
+    out2, got2 = out * 2, torch.empty(1 << 20, device=dev)
+    ops = [dist.P2POp(dist.isend, out2, nxt), dist.P2POp(dist.irecv, got2, prv)]
+    for w_ in dist.batch_isend_irecv(ops):
+        w_.wait()
+    check("batch_isend_irecv ring", got2, torch.full((1 << 20,), 2.0 * prv))
 
 # DDP on CUDA: two steps equal one process with the whole batch.
 torch.manual_seed(0)
