@@ -172,7 +172,8 @@ static int send_first(int rank, int nranks, ncclUniqueId id) {
   EXPECT(ncclMemAlloc((void**)&in, n * sizeof(float)) == ncclSuccess, "ncclMemAlloc");
   EXPECT(coralStreamCreate(&stream) == coralSuccess, "coralStreamCreate");
   if (!out || !in || !stream) return failures;
-  for (size_t i = 0; i < n; ++i) out[i] = (float)(rank * 3 + i % 1000), in[i] = -1; /* the stand-in's memory is mapped */
+  for (size_t i = 0; i < n; ++i)
+    out[i] = (float)(rank * 3 + i % 1000), in[i] = -1; /* the stand-in's memory is mapped */
   const int peer = 1 - rank;
   setenv("CORAL_GPU_STREAM_WAIT", "flag", 1);
   EXPECT(ncclSend(out, n, ncclFloat, peer, comm, stream) == ncclSuccess, "ncclSend is queued");
