@@ -52,7 +52,7 @@ std::shared_ptr<Request> Communicator::submit_group(std::vector<Call> calls) {
   return req;
 }
 
-bool Communicator::drive(P2PEngine& engine, const std::function<void()>& between) {
+bool Communicator::drive(P2PEngine& engine, const std::function<bool()>& between) {
   // A new monitor after each move: the timeout counts how long nothing moved.
   std::optional<PeerMonitor> mon;
   bool published = false;
@@ -65,7 +65,7 @@ bool Communicator::drive(P2PEngine& engine, const std::function<void()>& between
   auto moved = Clock::now();
   const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
   while (true) {
-    between();
+    const bool own_stream = between();
     if (engine.all_done()) break;
     if (engine.progress(*mon)) {
       idle = 0;
@@ -81,6 +81,11 @@ bool Communicator::drive(P2PEngine& engine, const std::function<void()>& between
     } else {
       timespec ts{0, 50 * 1000};
       nanosleep(&ts, nullptr);
+      // Waiting for this rank's own stream to reach a request: no peer is late, so no clock runs.
+      if (own_stream) {
+        fresh();
+        moved = Clock::now();
+      }
       for (int peer : engine.waiting_on()) mon->check(peer);
       check_usable();  // aborted meanwhile (coralCommAbort on another thread)
       // A send to this rank itself without its receive (or the reverse) has no peer to check.
@@ -127,6 +132,7 @@ void Communicator::run_batch(std::shared_ptr<Request>& first) {
         adopted.push_back(true);
         engine.add(p2p_ops(*owners.back()));
       }
+      return false;
     });
     end_flight(coralSuccess, published, "");
     for (size_t id = 0; id < owners.size(); ++id) finish(id, coralSuccess, "");

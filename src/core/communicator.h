@@ -160,11 +160,12 @@ class Communicator {
   // A group or point-to-point request, with the point-to-point requests queued behind it
   // (batch.cc); finishes every request it runs.
   void run_batch(std::shared_ptr<Request>& first);
-  // Moves the engine's operations until all are done, calling between() before each pass.
-  // Returns whether a wait published its status (end_flight).
-  bool drive(P2PEngine& engine, const std::function<void()>& between);
-  // A stream-ordered group's point-to-point calls on device buffers, staged through pinned
-  // host memory (gpu_group.cc).
+  // Moves the engine's operations until all are done, calling between() before each pass;
+  // between() returns true while the wait is on this rank's own stream, not on a peer (no
+  // timeout runs then). Returns whether a wait published its status (end_flight).
+  bool drive(P2PEngine& engine, const std::function<bool()>& between);
+  // A stream-ordered request's point-to-point calls, with those queued behind it (gpu_group.cc);
+  // finishes each as it completes (r too), and raises the flag for each.
   void run_stream_p2p(Request& r);
   void probe_links();
   void p2p(bool send, void* buf, size_t bytes, int peer);

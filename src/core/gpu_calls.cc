@@ -154,11 +154,11 @@ void Communicator::run_stream_call(Request& r) {
   try {
     gpu::set_device(gpu_->device);
     gpu::relax_capture();
-    r.ready->sync();
     if (!r.group.empty()) {
-      run_stream_p2p(r);
+      run_stream_p2p(r);  // waits for its stream itself, adopting what queues meanwhile
       return;
     }
+    r.ready->sync();
     if (!r.device) {
       execute(r.call, true);
       return;

@@ -7,11 +7,14 @@
 //
 // Like the host's requests (batch.cc), the stream-ordered ones queued behind a running one are
 // adopted into its engine, so each rank sending before it receives, with no group, completes
-// (where NCCL would hang). An adopted request's buffers are its stream's until its ready event
-// fires, which on one stream is only after the requests before it are done. So its receives
-// land in staging at once, its sends go once it is ready, and the requests complete (copies
-// up, flag raised) strictly in order.
+// (where NCCL would hang). A request's buffers are its stream's until its ready event fires,
+// which on one stream is only after the requests before it are done. So its receives land in
+// staging at once, its sends go once it is ready, and the requests complete (copies up, flag
+// raised, caller told) strictly in order. While the oldest waits for its stream no timeout
+// runs: no peer is late.
 #include <fmt/format.h>
+
+#include <time.h>
 
 #include <cstring>
 #include <deque>
@@ -45,10 +48,10 @@ size_t device_send_bytes(const Request& r) {
 // One request in the running engine.
 struct InFlight {
   Request* req;
-  std::shared_ptr<Request> adopted;  // null for the request being run
+  std::shared_ptr<Request> adopted;  // null for the request being run (run_queued holds it)
   size_t recv_id = kNone;            // engine ids of its receives and of its sends
   size_t send_id = kNone;
-  std::vector<std::byte> host_in;  // an adopted request's host receives land here first
+  std::vector<std::byte> host_in;  // its host receives land here first
 };
 
 }  // namespace
@@ -70,15 +73,15 @@ void Communicator::run_stream_p2p(Request& r) {
   void* s = g.stream.get();
   P2PEngine engine(rank_, host_.links, settings_.chunk_bytes, p2p_seq_send_, p2p_seq_recv_);
   std::deque<InFlight> flying;  // in queue order; the front is the oldest not yet complete
+  bool published = false;       // a wait published this rank's status (end_flight)
 
-  // Receives: device ones into staging; host ones in place once the request is ready (the one
-  // being run is), else into host_in first.
+  // Receives go at once, each request's buffers being its stream's until it is ready: device
+  // ones into its pinned staging, host ones into host_in.
   auto post_receives = [&](InFlight& f) {
     std::byte* dev_in = f.req->staging.get() + device_send_bytes(*f.req);
     size_t host_bytes = 0;
-    if (f.adopted)
-      for (const Call& c : f.req->group)
-        if (!sends(c) && !c.device) host_bytes += bytes_of(c);
+    for (const Call& c : f.req->group)
+      if (!sends(c) && !c.device) host_bytes += bytes_of(c);
     f.host_in.resize(host_bytes);
     std::vector<P2POp> ops;
     size_t d = 0, h = 0;
@@ -87,7 +90,7 @@ void Communicator::run_stream_p2p(Request& r) {
       P2POp op = p2p_op(false, c.args.root, nullptr, c.recv, bytes_of(c));
       if (c.device)
         op.buf = dev_in + d, d += op.bytes;
-      else if (f.adopted)
+      else
         op.buf = f.host_in.data() + h, h += op.bytes;
       ops.push_back(op);
     }
@@ -110,31 +113,32 @@ void Communicator::run_stream_p2p(Request& r) {
     if (o) g.stream.sync();
     f.send_id = engine.add(std::move(ops));
   };
-  // All its messages moved: receives copied to their buffers, then the caller's stream released.
+  // All its messages moved: receives copied to their buffers, then the caller's stream released
+  // and the caller told (a caller waiting on the host must not wait for the requests after).
   auto complete = [&](InFlight& f) {
     std::byte* dev_in = f.req->staging.get() + device_send_bytes(*f.req);
-    size_t d = 0, h = 0, up = 0;
+    size_t d = 0, h = 0;
     for (const Call& c : f.req->group) {
       if (sends(c)) continue;
       const size_t n = bytes_of(c);
       if (c.device) {
         if (n) gpu::copy_async(c.recv, dev_in + d, n, s);
-        d += n, up += n;
-      } else if (f.adopted) {
+        d += n;
+      } else {
         if (n) std::memcpy(c.recv, f.host_in.data() + h, n);
         h += n;
       }
     }
-    if (up) g.stream.sync();
+    if (d) g.stream.sync();
     g.flag.set(f.req->seq);
-    if (f.adopted) {
-      f.adopted->finish(coralSuccess, "");
-      queue_.adopted_done();
-    }
+    f.req->finish(coralSuccess, "");
+    if (f.adopted) queue_.adopted_done();
   };
   auto done = [&](const InFlight& f) {
     return f.send_id != kNone && engine.owner_done(f.recv_id) && engine.owner_done(f.send_id);
   };
+  // Adopts, posts the sends that became ready, completes what is done. True while the oldest
+  // request waits for its own stream (then no peer is late).
   auto between = [&] {
     while (std::shared_ptr<Request> next = queue_.take_front_if(stream_p2p)) {
       flying.push_back({next.get(), next, kNone, kNone, {}});
@@ -150,36 +154,48 @@ void Communicator::run_stream_p2p(Request& r) {
       complete(flying.front());
       flying.pop_front();
     }
+    return !flying.empty() && flying.front().send_id == kNone;
+  };
+  // Every request not yet complete fails with the run, and no caller's stream stays parked.
+  auto abandon = [&](coralResult_t rc, std::string msg) {
+    if (failed_.load() == coralSuccess) {  // else it was recorded (an abort), named
+      msg = fmt::format("rank {}: {}", rank_, msg);
+      record_failure(rc, msg);
+    }
+    end_flight(rc, published, msg);
+    for (InFlight& f : flying) {
+      g.flag.set(f.req->seq);
+      f.req->finish(rc, msg);
+      if (f.adopted) queue_.adopted_done();
+    }
+    flying.clear();
+    fail(rc, msg);
   };
 
   // On the flight board as the host's batches are, so that a timed-out peer's message says
   // what this rank is doing, not that it has started nothing.
   flight_->start(kFlightBatch, ++batch_seq_, r.group.size(), 1);
-  bool published = false;
   try {
     flying.push_back({&r, nullptr, kNone, kNone, {}});
     post_receives(flying.back());
-    post_sends(flying.back());  // run_stream_call waited for its ready event
     while (true) {
       published = drive(engine, between) || published;
       between();
       if (flying.empty()) break;
-      // Nothing left to move: the oldest request waits for its stream to reach it.
-      flying.front().req->ready->sync();
+      // Nothing left to move: the oldest request waits for its stream to reach it. Keep
+      // adopting meanwhile: a receive queued behind it may be what a peer's send waits for.
+      timespec pause{0, 20 * 1000};
+      while (engine.all_done() && !flying.front().req->ready->query()) {
+        nanosleep(&pause, nullptr);
+        between();
+        check_usable();  // aborted meanwhile (coralCommAbort on another thread)
+      }
     }
     end_flight(coralSuccess, published, "");
   } catch (const Error& e) {
-    const std::string msg = fmt::format("rank {}: {}", rank_, e.what());
-    record_failure(e.code(), msg);
-    end_flight(e.code(), published, msg);
-    // Every adopted request fails with it, and no caller's stream is left waiting.
-    for (InFlight& f : flying) {
-      if (!f.adopted) continue;
-      g.flag.set(f.req->seq);
-      f.adopted->finish(e.code(), msg);
-      queue_.adopted_done();
-    }
-    fail(e.code(), msg);
+    abandon(e.code(), e.what());
+  } catch (const std::exception& e) {
+    abandon(coralInternalError, e.what());  // tags were drawn for messages that never went
   }
 }
 

@@ -11,6 +11,7 @@ namespace coral {
 void Request::finish(coralResult_t rc, const std::string& err) {
   {
     std::lock_guard<std::mutex> lock(mu);
+    if (done) return;  // finished early (gpu_group.cc): its caller has seen that result
     done = true;
     result = rc;
     error = err;

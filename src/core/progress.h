@@ -76,6 +76,7 @@ struct Request {
   std::shared_ptr<std::byte> staging;
   std::atomic<int>* callers_waiting = nullptr;  // the communicator's, counted by whoever waits
 
+  // Sets the result and wakes the waiters; the first call's result stands.
   void finish(coralResult_t rc, const std::string& err);
   // Blocks until finish(), counted in callers_waiting meanwhile.
   void wait_done();

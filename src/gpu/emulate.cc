@@ -4,10 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,12 +30,12 @@ struct Mapping {
 
 thread_local int t_device = 0;  // as CUDA's: each thread starts on GPU 0
 
+using Waits = std::vector<std::pair<const volatile uint64_t*, uint64_t>>;
+
 struct EmuStream {
-  std::vector<std::pair<const volatile uint64_t*, uint64_t>> waits;  // until a synchronise drains them
+  Waits waits;     // flag waits not yet seen to hold
   int device = 0;  // the stand-in GPU current at its creation, as a CUDA stream's
 };
-
-using Waits = std::vector<std::pair<const volatile uint64_t*, uint64_t>>;
 
 // Recorded, an event holds the flag waits its stream had queued: it fires once they hold, as a
 // real event fires once the stream reaches it. It belongs to a GPU: recording it on another
@@ -43,13 +45,32 @@ struct EmuEvent {
   Waits waits;
 };
 
-bool holds(const Waits& waits) {
-  for (auto& [flag, v] : waits)
-    if (__atomic_load_n(const_cast<const uint64_t*>(flag), __ATOMIC_ACQUIRE) < v) return false;
-  return true;
+std::mutex mu;  // guards everything here, the waits included
+
+// Flags not yet freed: a wait on a freed one (its communicator is gone, its calls all done)
+// holds, and its word is never read again. Freed words are kept to the end, so that no new
+// flag takes an address old waits still name.
+// Never destroyed: a flag may be freed during the exit's own destructors.
+std::set<const volatile uint64_t*>& live_flags() {
+  static auto* s = new std::set<const volatile uint64_t*>;
+  return *s;
+}
+std::vector<uint64_t*>& graveyard() {
+  static auto* g = new std::vector<uint64_t*>;
+  return *g;
 }
 
-std::mutex mu;
+bool holds(const std::pair<const volatile uint64_t*, uint64_t>& w) {  // under mu
+  return !live_flags().count(w.first) ||
+         __atomic_load_n(const_cast<const uint64_t*>(w.first), __ATOMIC_ACQUIRE) >= w.second;
+}
+bool holds(const Waits& waits) {  // under mu
+  return std::all_of(waits.begin(), waits.end(), [](const auto& w) { return holds(w); });
+}
+// Drops the waits that hold (flags only rise), so a stream's list stays short.
+void prune(Waits& waits) {  // under mu
+  waits.erase(std::remove_if(waits.begin(), waits.end(), [](const auto& w) { return holds(w); }), waits.end());
+}
 // Named segments outlive the process unless unlinked; those a program never freed are unlinked
 // at exit (the mappings themselves go with the process).
 struct Registry {
@@ -150,19 +171,41 @@ void stream_destroy(void* s) { delete static_cast<EmuStream*>(s); }
 void stream_wait(void* s, const volatile uint64_t* flag, uint64_t value) {
   EmuStream& st = s ? *static_cast<EmuStream*>(s) : default_stream();
   std::lock_guard<std::mutex> lock(mu);
+  prune(st.waits);
   st.waits.emplace_back(flag, value);
 }
 
 void stream_sync(void* s) {
   EmuStream& st = s ? *static_cast<EmuStream*>(s) : default_stream();
-  std::vector<std::pair<const volatile uint64_t*, uint64_t>> waits;
+  // The waits queued before the call; they stay on the stream (for events recorded meanwhile)
+  // until they hold.
+  Waits before;
   {
     std::lock_guard<std::mutex> lock(mu);
-    waits.swap(st.waits);
+    before = st.waits;
   }
-  for (auto& [flag, v] : waits)
-    while (__atomic_load_n(const_cast<const uint64_t*>(flag), __ATOMIC_ACQUIRE) < v)
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (holds(before)) {
+        prune(st.waits);
+        return;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void flag_alloc(volatile uint64_t*& host, void*&) {
+  host = new uint64_t(0);
+  std::lock_guard<std::mutex> lock(mu);
+  live_flags().insert(host);
+}
+
+void flag_free(volatile uint64_t* host) {
+  std::lock_guard<std::mutex> lock(mu);
+  live_flags().erase(host);
+  graveyard().push_back(const_cast<uint64_t*>(host));
 }
 
 IpcHandle ipc_export(void* p) {
@@ -199,8 +242,9 @@ void event_record(void* e, void* stream) {
   if (ev != st)
     fail(coralUnhandledCudaError, "emulated cudaEventRecord: the event is of GPU " + std::to_string(ev) +
                                       " and the stream of GPU " + std::to_string(st) + " (invalid resource handle)");
-  const EmuStream& s = stream ? *static_cast<EmuStream*>(stream) : default_stream();
+  EmuStream& s = stream ? *static_cast<EmuStream*>(stream) : default_stream();
   std::lock_guard<std::mutex> lock(mu);
+  prune(s.waits);
   static_cast<EmuEvent*>(e)->waits = s.waits;
 }
 
@@ -241,8 +285,8 @@ constexpr Backend kEmulated{
     .event_record = emu::event_record,
     .event_sync = emu::event_sync,
     .event_query = emu::event_query,
-    .flag_alloc = [](volatile uint64_t*& host, void*&) { host = new uint64_t(0); },
-    .flag_free = [](volatile uint64_t* host) { delete const_cast<uint64_t*>(host); },
+    .flag_alloc = emu::flag_alloc,
+    .flag_free = emu::flag_free,
     .flag_wait = [](void* s, const volatile uint64_t* host, void*,
                     uint64_t value) { emu::stream_wait(s, host, value); },
     .alloc_device = emu::alloc,

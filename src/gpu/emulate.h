@@ -25,6 +25,9 @@ void stream_destroy(void* s);
 void stream_wait(void* s, const volatile uint64_t* flag, uint64_t value);
 // Waits until every recorded flag wait of s holds (nullptr: the default stream).
 void stream_sync(void* s);
+// The flag word streams wait on; waits on a freed one hold.
+void flag_alloc(volatile uint64_t*& host, void*& dev);
+void flag_free(volatile uint64_t* host);
 // Events keep the GPU they were made on; recording one on another GPU's stream fails.
 void* event_create();
 void event_destroy(void* e);
