@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "core/api_checks.h"
+#include "core/gpu_state.h"
 #include "gpu/runtime.h"
 
 namespace coral::capi {
@@ -62,22 +63,6 @@ int gpu_of(const std::vector<Member>& members, const coralComm* comm) {
   return -1;
 }
 
-// Puts the caller's GPU back after the members ran on theirs.
-struct RestoreDevice {
-  int prev = -1;
-  void use(int dev) {
-    if (dev < 0) return;
-    if (prev < 0) prev = coral::gpu::current_device();
-    coral::gpu::set_device(dev);
-  }
-  ~RestoreDevice() {
-    try {
-      if (prev >= 0) coral::gpu::set_device(prev);
-    } catch (const coral::Error&) {  // a destructor must not throw; the group's result stands
-    }
-  }
-};
-
 // Runs the members: per communicator, stream-ordered ones in order, host ones as one request;
 // every communicator's request is queued before any is waited for.
 void run_members(std::vector<Member>& members) {
@@ -94,7 +79,7 @@ void run_members(std::vector<Member>& members) {
         break;
       }
   if (unlinked.size() > 1) coral::Communicator::prepare_devices(unlinked);
-  RestoreDevice restore;
+  coral::DeviceRestore restore;  // the caller's GPU, back after the members ran on theirs
   std::vector<std::pair<coralComm*, std::shared_ptr<coral::Request>>> pending;
   coralResult_t first = coralSuccess;
   std::string why;
@@ -107,7 +92,7 @@ void run_members(std::vector<Member>& members) {
   for (coralComm* comm : comms) {
     try {
       coral::Communicator& c = need(comm);
-      restore.use(gpu_of(members, comm));
+      restore.switch_to(gpu_of(members, comm));
       // Stream-ordered point-to-point members take every point-to-point member along into one
       // stream-ordered request, so that the group's sends and receives still progress together.
       bool on_stream = false;

@@ -118,10 +118,17 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   std::vector<std::unique_ptr<PinnedBuffer>> free_;
 };
 
-// Puts the thread's device back once the GpuState holding it is gone (its first member, so
-// destroyed last).
+// Switches the thread's GPU for a while and puts the first one back when it goes (in GpuState,
+// its first member, so destroyed last).
 struct DeviceRestore {
   int prev = -1;
+  void switch_to(int dev) {
+    if (dev < 0) return;
+    const int now = gpu::current_device();
+    if (now == dev) return;
+    if (prev < 0) prev = now;  // the GPU before the first switch
+    gpu::set_device(dev);
+  }
   ~DeviceRestore() {
     try {
       if (prev >= 0) gpu::set_device(prev);
@@ -135,11 +142,7 @@ struct GpuState {
   // The flag's free syncs the current device, and the buffers belong to ours: make it current.
   ~GpuState() {
     try {
-      const int prev = gpu::current_device();
-      if (prev != device) {
-        gpu::set_device(device);
-        restore.prev = prev;
-      }
+      restore.switch_to(device);
     } catch (const std::exception&) {  // at exit the runtime may be gone: tear down as we are
     }
   }
