@@ -51,7 +51,8 @@ struct InFlight {
   std::shared_ptr<Request> adopted;  // null for the request being run (run_queued holds it)
   size_t recv_id = kNone;            // engine ids of its receives and of its sends
   size_t send_id = kNone;
-  std::vector<std::byte> host_in;  // its host receives land here first
+  std::vector<std::byte> host_in;   // its host receives land here first
+  std::vector<std::byte*> landing;  // per receive, in call order: where it lands
 };
 
 }  // namespace
@@ -92,6 +93,7 @@ void Communicator::run_stream_p2p(Request& r) {
         op.buf = dev_in + d, d += op.bytes;
       else
         op.buf = f.host_in.data() + h, h += op.bytes;
+      f.landing.push_back(op.buf);
       ops.push_back(op);
     }
     f.recv_id = engine.add(std::move(ops));
@@ -116,20 +118,19 @@ void Communicator::run_stream_p2p(Request& r) {
   // All its messages moved: receives copied to their buffers, then the caller's stream released
   // and the caller told (a caller waiting on the host must not wait for the requests after).
   auto complete = [&](InFlight& f) {
-    std::byte* dev_in = f.req->staging.get() + device_send_bytes(*f.req);
-    size_t d = 0, h = 0;
+    bool copied_up = false;
+    size_t k = 0;
     for (const Call& c : f.req->group) {
       if (sends(c)) continue;
-      const size_t n = bytes_of(c);
-      if (c.device) {
-        if (n) gpu::copy_async(c.recv, dev_in + d, n, s);
-        d += n;
-      } else {
-        if (n) std::memcpy(c.recv, f.host_in.data() + h, n);
-        h += n;
+      if (const size_t n = bytes_of(c); n && c.device) {
+        gpu::copy_async(c.recv, f.landing[k], n, s);
+        copied_up = true;
+      } else if (n) {
+        std::memcpy(c.recv, f.landing[k], n);
       }
+      ++k;
     }
-    if (d) g.stream.sync();
+    if (copied_up) g.stream.sync();
     g.flag.set(f.req->seq);
     f.req->finish(coralSuccess, "");
     if (f.adopted) queue_.adopted_done();
@@ -141,7 +142,7 @@ void Communicator::run_stream_p2p(Request& r) {
   // request waits for its own stream (then no peer is late).
   auto between = [&] {
     while (std::shared_ptr<Request> next = queue_.take_front_if(stream_p2p)) {
-      flying.push_back({next.get(), next, kNone, kNone, {}});
+      flying.push_back({next.get(), next, kNone, kNone, {}, {}});
       post_receives(flying.back());
     }
     // Sends keep their order: a request's go after those of every request before it.
@@ -176,7 +177,7 @@ void Communicator::run_stream_p2p(Request& r) {
   // what this rank is doing, not that it has started nothing.
   flight_->start(kFlightBatch, ++batch_seq_, r.group.size(), 1);
   try {
-    flying.push_back({&r, nullptr, kNone, kNone, {}});
+    flying.push_back({&r, nullptr, kNone, kNone, {}, {}});
     post_receives(flying.back());
     while (true) {
       published = drive(engine, between) || published;

@@ -161,6 +161,9 @@ void free(void* p) {
   maps().erase(it);
 }
 
+// A stream handle as the calls take it: NULL is the default stream.
+EmuStream& stream_of(void* s) { return s ? *static_cast<EmuStream*>(s) : default_stream(); }
+
 void* stream_create() {
   auto* s = new EmuStream;
   s->device = t_device;
@@ -169,14 +172,14 @@ void* stream_create() {
 void stream_destroy(void* s) { delete static_cast<EmuStream*>(s); }
 
 void stream_wait(void* s, const volatile uint64_t* flag, uint64_t value) {
-  EmuStream& st = s ? *static_cast<EmuStream*>(s) : default_stream();
+  EmuStream& st = stream_of(s);
   std::lock_guard<std::mutex> lock(mu);
   prune(st.waits);
   st.waits.emplace_back(flag, value);
 }
 
 void stream_sync(void* s) {
-  EmuStream& st = s ? *static_cast<EmuStream*>(s) : default_stream();
+  EmuStream& st = stream_of(s);
   // The waits queued before the call; they stay on the stream (for events recorded meanwhile)
   // until they hold.
   Waits before;
@@ -242,7 +245,7 @@ void event_record(void* e, void* stream) {
   if (ev != st)
     fail(coralUnhandledCudaError, "emulated cudaEventRecord: the event is of GPU " + std::to_string(ev) +
                                       " and the stream of GPU " + std::to_string(st) + " (invalid resource handle)");
-  EmuStream& s = stream ? *static_cast<EmuStream*>(stream) : default_stream();
+  EmuStream& s = stream_of(stream);
   std::lock_guard<std::mutex> lock(mu);
   prune(s.waits);
   static_cast<EmuEvent*>(e)->waits = s.waits;

@@ -161,15 +161,11 @@ Event::Event() {
 }
 Event::~Event() {
   may_release("cudaEventDestroy");
-  if (e_) backend().event_destroy(e_);
+  backend().event_destroy(e_);
 }
-void Event::record(void* stream) {
-  if (e_) backend().event_record(e_, stream);
-}
-void Event::sync() {
-  if (e_) backend().event_sync(e_);
-}
-bool Event::query() { return !e_ || backend().event_query(e_); }
+void Event::record(void* stream) { backend().event_record(e_, stream); }
+void Event::sync() { backend().event_sync(e_); }
+bool Event::query() { return backend().event_query(e_); }
 
 HostFlag::HostFlag() { backend().flag_alloc(host_, dev_); }
 HostFlag::~HostFlag() { backend().flag_free(host_); }
