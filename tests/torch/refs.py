@@ -139,7 +139,12 @@ def as_op(op, factor):
     otherwise, so both forms torch accepts (and the backend reads differently) are covered."""
     if opname(op) != "PREMUL_SUM":
         return op
-    return dist._make_nccl_premul_sum(factor if factor == 0.5 else [torch.tensor(factor)])
+    if factor == 0.5:
+        return dist._make_nccl_premul_sum(factor)
+    try:  # torch 2 takes one tensor, 1.13 a list of them
+        return dist._make_nccl_premul_sum(torch.tensor(factor))
+    except TypeError:
+        return dist._make_nccl_premul_sum([torch.tensor(factor)])
 
 
 def gather_into_tensor(out, t):

@@ -108,7 +108,16 @@ if ! "$PY" -c 'from torch.distributed.elastic.multiprocessing.api import Std
 raise SystemExit(Std.from_str("0") is None)'; then
   tr_args=(--redirects 1 --tee 1)
 fi
-check torchrun "$TORCHRUN" --standalone --nproc_per_node=$NP "${tr_args[@]}" "$work/check.py"
+# torchrun must first be able to start a job at all: Debian's torch 2 packages lack libuv, and their
+# torchrun's rendezvous store asks for it whatever USE_LIBUV says, so it starts no job, with no
+# backend involved. Then the launcher is reported as skipped, not as coral's failure.
+echo 'pass' >"$work/nothing.py"
+if ! out=$(timeout -k 5 "$LIMIT" "$TORCHRUN" --standalone --nproc_per_node=1 "${tr_args[@]}" "$work/nothing.py" 2>&1) &&
+  grep -q "built without libuv" <<<"$out"; then
+  echo "skip torchrun: this torch's torchrun starts no job at all (torch built without libuv)"
+else
+  check torchrun "$TORCHRUN" --standalone --nproc_per_node=$NP "${tr_args[@]}" "$work/check.py"
+fi
 check coral-run "$CORAL_RUN" -n $NP --timeout $((LIMIT - 10)) "$PY" "$work/check.py"
 if command -v "$MPIRUN" >/dev/null; then
   # Open MPI refuses root without --allow-run-as-root, and more ranks than cores without
@@ -127,4 +136,4 @@ if [ ${#failed[@]} -gt 0 ]; then
   echo "FAILED: ${failed[*]}"
   exit 1
 fi
-echo "OK: the coral backend starts and checks out under all 5 launchers"
+echo "OK: the coral backend starts and checks out under every launcher tried"
