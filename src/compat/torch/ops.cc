@@ -375,11 +375,4 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::barrier(const ::c10d::Barrie
              both([=](void*) { return coralBarrier(c); }, [=](coralRequest_t* q) { return coralIBarrier(c, q); }));
 }
 
-void ProcessGroupCoral::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool) {
-  // Coral's own failure detection names the rank that did not arrive or died.
-  const auto limit = opts.timeout.count() > 0 ? opts.timeout : timeout_;
-  auto work = barrier(opts);
-  work->wait(limit);
-}
-
 }  // namespace coral::torch_backend

@@ -57,7 +57,7 @@ std::vector<uint8_t> to_bytes(const coralUniqueId& id) {
 
 ProcessGroupCoral::ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
                                      std::chrono::milliseconds timeout)
-    : CORAL_TORCH_BASE(rank, size), timeout_(timeout) {
+    : CORAL_TORCH_BASE(rank, size), timeout_(timeout), store_(store) {
   // The group meets through the store torch hands it (a prefix store per group), so new_group's
   // members find each other without another port or variable.
   coralUniqueId id;
@@ -112,6 +112,7 @@ void ProcessGroupCoral::fail(const char* what, coralResult_t r) const {
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, const char* what, const Tensors& outputs,
                                                         const at::Tensor& sample, const Issue& issue, Finish finish,
                                                         const Tensors& profiled) {
+  if (type != ::c10d::OpType::SEND && type != ::c10d::OpType::RECV && type != ::c10d::OpType::RECVANYSOURCE) ++seq_;
   std::vector<c10::Device> devices;
   if (sample.defined() && sample.is_cuda()) devices.push_back(sample.device());
   const c10::optional<Tensors> inputs = !profiled.empty()  ? c10::optional<Tensors>(profiled)

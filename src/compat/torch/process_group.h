@@ -8,6 +8,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include "compat/torch/work.h"
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -68,6 +69,12 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
   void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) override;
 
+  // torch's desync checks compare these across ranks; every rank issues the same collectives in
+  // the same order (point-to-point calls are not counted, as with NCCL). torch 1.13 asks for a
+  // start at group creation: 0 on every rank; torch 2 deprecated that call.
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return seq_; }
+
   coralComm_t comm() const { return comm_; }
 
  private:
@@ -80,7 +87,10 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   [[noreturn]] void fail(const char* what, coralResult_t r) const;
 
   coralComm_t comm_ = nullptr;
+  std::atomic<uint64_t> seq_{0};
   std::chrono::milliseconds timeout_;
+  c10::intrusive_ptr<::c10d::Store> store_;  // the group's own (prefixed) store
+  uint64_t monitored_ = 0;                   // monitored barriers so far
   std::shared_ptr<Completer> completer_;
   // Requests not yet claimed, oldest first: the teardown settles them before the communicator goes.
   std::mutex live_mu_;
