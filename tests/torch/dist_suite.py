@@ -53,9 +53,9 @@ QUICK = [
 ]
 
 # Tests that may pass for gloo and not for coral: only what no NCCL-class backend offers.
-_GLOO_ONLY_MONITORED = ("torch.distributed.monitored_barrier is gloo-only in torch itself (1.13 and 2.x: "
-                        "distributed_c10d raises 'only implemented for GLOO backend' for any other backend, "
-                        "NCCL included)")
+_GLOO_ONLY_MONITORED = ("torch.distributed.monitored_barrier is gloo-only in torch itself up to 2.6 at least "
+                        "(distributed_c10d raises 'only implemented for GLOO backend' for any other backend, "
+                        "NCCL included); newer torch (2.14) serves it for any CPU backend, and coral passes there")
 _ANY_SOURCE = ("recv from any source (src=None): Coral matches point-to-point calls by peer, as NCCL; the "
                "suite skips these for nccl through skip_collective['sendrecv anysource'], and so for coral")
 EXCEPTIONS = {

@@ -271,10 +271,14 @@ def barrier():
 
 @section
 def monitored_barrier():
-    if int(torch.__version__.split(".")[0]) < 2:
-        return  # torch 1.13 serves monitored_barrier for gloo only, before any backend is asked
     t = datetime.timedelta(seconds=30)
-    dist.monitored_barrier(timeout=t)
+    try:
+        dist.monitored_barrier(timeout=t)
+    except ValueError as e:
+        # Up to torch 2.6 or so torch serves it for gloo only, before asking any backend.
+        if "only implemented for GLOO" in str(e):
+            return
+        raise
     dist.monitored_barrier(timeout=t, wait_all_ranks=True)
     if WORLD < 3:
         return

@@ -1,0 +1,115 @@
+#!/bin/bash
+# The "coral" torch backend built and tested against torch 2 on the CPU. Debian 12 ships torch
+# 1.13 only; Debian 13 (trixie) ships torch 2.6 and Debian testing a newer one, so this script
+# bootstraps that release into a chroot (Debian's registry only), builds libcoral and coral_torch
+# there from this checkout, and runs the torch tests: ops x dtypes, DDP equivalence, failures,
+# launchers, and PyTorch's own distributed suite (quick tier, or --full) for gloo and coral.
+#
+#   scripts/run-torch2.sh [--suite trixie|forky|sid] [--root DIR] [--full] [--shell]
+#
+# Needs root (debootstrap, chroot, bind mounts). The chroot is kept for the next run (DIR,
+# default /var/tmp/coral-torch2/SUITE); the build is redone each time. Prints
+# "N passed, N failed" and exits non-zero if any test failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+suite=trixie
+root=""
+tier=quick
+shell=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --suite) suite=$2; shift 2 ;;
+    --root) root=$2; shift 2 ;;
+    --full) tier=full; shift ;;
+    --shell) shell=1; shift ;;
+    *) echo "run-torch2: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+root=${root:-/var/tmp/coral-torch2/$suite}
+[ "$(id -u)" -eq 0 ] || { echo "run-torch2: needs root (debootstrap, chroot, mounts)" >&2; exit 2; }
+mirror=http://deb.debian.org/debian
+
+if ! command -v debootstrap >/dev/null; then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap ||
+    exit 1
+fi
+if [ ! -x "$root/usr/bin/apt-get" ]; then
+  # Debian 12's debootstrap has no script for releases after it; theirs is sid's.
+  script=/usr/share/debootstrap/scripts/$suite
+  [ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
+  echo "run-torch2: bootstrapping Debian $suite into $root"
+  rm -rf "$root"
+  mkdir -p "$root"
+  debootstrap --variant=minbase "$suite" "$root" "$mirror" "$script" >"$root.debootstrap.log" 2>&1 ||
+    { tail -20 "$root.debootstrap.log"; exit 1; }
+fi
+# A registry snapshot's Release files may be past their Valid-Until date.
+echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99coral"
+
+mounts=()
+cleanup() {
+  local i
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -R "${mounts[$i]}" 2>/dev/null || umount -l "${mounts[$i]}"; done
+}
+trap cleanup EXIT
+for m in proc sys dev; do
+  mkdir -p "$root/$m"
+  mount --rbind "/$m" "$root/$m" && mount --make-rslave "$root/$m" && mounts+=("$root/$m") || exit 1
+done
+mkdir -p "$root/coral"
+mount --bind "$repo" "$root/coral" && mounts+=("$root/coral") || exit 1
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+
+in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+
+pkgs="meson ninja-build pkg-config g++ libfmt-dev libhwloc-dev nlohmann-json3-dev libpugixml-dev libcli11-dev"
+pkgs+=" zlib1g-dev python3-dev pybind11-dev python3-torch libtorch-dev openmpi-bin"
+echo "run-torch2: packages"
+in_root bash -c "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+  --no-install-recommends $pkgs >/var/log/coral-apt.log 2>&1" || { tail -20 "$root/var/log/coral-apt.log"; exit 1; }
+version=$(in_root python3 -c 'import torch; print(torch.__version__)') || exit 1
+echo "run-torch2: Debian $suite, torch $version"
+
+# Only what the torch tests use: libcoral, coral-run and the extension.
+echo "run-torch2: build"
+in_root bash -c 'opts="-Dtests=false -Dbench=false -Dtrainer=disabled -Dmpi=disabled -Dcuda=disabled \
+  -Dnccl=disabled -Ducx=disabled -Dibverbs=disabled -Dtorch=enabled"
+  { if [ -d /build ]; then meson setup --reconfigure /build /coral $opts; else meson setup /build /coral $opts; fi &&
+    ninja -C /build; } >/var/log/coral-build.log 2>&1' ||
+  { tail -40 "$root/var/log/coral-build.log"; exit 1; }
+
+# USE_LIBUV=0: Debian builds torch without libuv, and torch's env:// store asks for it by default.
+env=(PYTHONPATH=/build/src/compat/torch CORAL_RUN=/build/tools/coral-run/coral-run TORCH_PYTHON=/usr/bin/python3
+     USE_LIBUV=0)
+if [ $shell -eq 1 ]; then
+  echo "run-torch2: a shell in the chroot (the tests are in /coral/tests/torch)"
+  in_root "${env[@]}" bash -i
+  exit $?
+fi
+
+passed=0
+failed=()
+run() {
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  in_root "${env[@]}" bash -c "cd /coral/tests/torch && timeout -k 10 $limit $*" >"$root/var/log/coral-$name.log" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ]; then
+    passed=$((passed + 1))
+    echo "ok   $name ($((SECONDS - t0)) s)"
+  else
+    failed+=("$name")
+    echo "FAIL $name (exit $rc, $((SECONDS - t0)) s); the last lines of $root/var/log/coral-$name.log:"
+    grep -v "is_success API is being deprecated" "$root/var/log/coral-$name.log" | tail -25 | sed 's/^/    /'
+  fi
+}
+run torch_ops 900 python3 test_ops.py
+run torch_ddp 900 python3 test_ddp.py
+run torch_failure 300 python3 test_failure.py
+run torch_launch 600 bash test_launch.sh
+run "torch_suite_$tier" 7200 python3 dist_suite.py --tier $tier --report /var/log/coral-suite-$tier.md
+[ -f "$root/var/log/coral-suite-$tier.md" ] && echo "run-torch2: the suite's table: $root/var/log/coral-suite-$tier.md"
+echo "torch $version (Debian $suite): $passed passed, ${#failed[@]} failed${failed[*]:+ (${failed[*]})}"
+[ ${#failed[@]} -eq 0 ]
