@@ -49,8 +49,7 @@ void ProcessGroupCoral::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
                                "send/recv from rank 0. ";
     // Only rank 0 keeps the barrier's time: the others wait as long as the group does, so rank 0
     // is the one to report who is missing.
-    TORCH_CHECK(arrives(*store_, verdict, timeout_), prefix, "Rank 0 gave no answer within ", timeout_.count(),
-                " ms.");
+    TORCH_CHECK(arrives(*store_, verdict, timeout_), prefix, "Rank 0 gave no answer within ", timeout_.count(), " ms.");
     const std::vector<uint8_t> v = store_->get(verdict);
     TORCH_CHECK(v.empty(), prefix, "Rank 0 reported: ", std::string(v.begin(), v.end()));
     return;
@@ -72,8 +71,8 @@ void ProcessGroupCoral::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
     if (arrives(*store_, base + std::to_string(r), wait)) continue;
     missing.push_back(r);
     if (!waitAllRanks)
-      error = "Rank " + std::to_string(r) + " failed to pass monitoredBarrier in " + std::to_string(limit.count()) +
-              " ms";
+      error =
+          "Rank " + std::to_string(r) + " failed to pass monitoredBarrier in " + std::to_string(limit.count()) + " ms";
   }
   if (error.empty() && !missing.empty())
     error = "Ranks " + join(missing) + " failed to pass monitoredBarrier in " + std::to_string(limit.count()) + " ms";
