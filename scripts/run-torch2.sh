@@ -3,7 +3,8 @@
 # 1.13 only; Debian 13 (trixie) ships torch 2.6 and Debian testing a newer one, so this script
 # bootstraps that release into a chroot (Debian's registry only), builds libcoral and coral_torch
 # there from this checkout, and runs the torch tests: ops x dtypes, DDP equivalence, failures,
-# launchers, and PyTorch's own distributed suite (quick tier, or --full) for gloo and coral.
+# launchers, the CUDA path compiled against this torch's headers (with the host's CUDA toolkit),
+# and PyTorch's own distributed suite (quick tier, or --full) for gloo and coral.
 #
 #   scripts/run-torch2.sh [--suite trixie|forky|sid] [--root DIR] [--full] [--shell]
 #
@@ -59,6 +60,12 @@ for m in proc sys dev; do
 done
 mkdir -p "$root/coral"
 mount --bind "$repo" "$root/coral" && mounts+=("$root/coral") || exit 1
+# The host's CUDA toolkit, for compiling coral_torch's CUDA path against this torch's headers.
+cuda=${CUDA_HOME:-/usr/local/cuda}
+if [ -e "$cuda/include/cuda_runtime_api.h" ]; then
+  mkdir -p "$root/usr/local/cuda-host"
+  mount --bind -o ro "$cuda" "$root/usr/local/cuda-host" && mounts+=("$root/usr/local/cuda-host") || exit 1
+fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
@@ -109,6 +116,11 @@ run torch_ops 900 python3 test_ops.py
 run torch_ddp 900 python3 test_ddp.py
 run torch_failure 300 python3 test_failure.py
 run torch_launch 600 bash test_launch.sh
+if [ -d "$root/usr/local/cuda-host/include" ]; then
+  run torch_cuda_compile 600 python3 cuda_compile_check.py /build /usr/local/cuda-host/include
+else
+  echo "skip torch_cuda_compile: no CUDA toolkit at $cuda"
+fi
 run "torch_suite_$tier" 7200 python3 dist_suite.py --tier $tier --report /var/log/coral-suite-$tier.md
 [ -f "$root/var/log/coral-suite-$tier.md" ] && echo "run-torch2: the suite's table: $root/var/log/coral-suite-$tier.md"
 echo "torch $version (Debian $suite): $passed passed, ${#failed[@]} failed${failed[*]:+ (${failed[*]})}"
