@@ -9,8 +9,8 @@
 #   scripts/run-torch2.sh [--suite trixie|forky|sid] [--root DIR] [--full] [--shell]
 #
 # Needs root (debootstrap, chroot, bind mounts). The chroot is kept for the next run (DIR,
-# default /var/tmp/coral-torch2/SUITE); the build is redone each time. Prints
-# "N passed, N failed" and exits non-zero if any test failed.
+# default /var/tmp/coral-torch2/SUITE; DIR.ok marks it finished) and the build in it is brought up
+# to date. Prints "N passed, N failed" and exits non-zero if any test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -27,23 +27,46 @@ while [ $# -gt 0 ]; do
     *) echo "run-torch2: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-root=${root:-/var/tmp/coral-torch2/$suite}
+root=$(realpath -m "${root:-/var/tmp/coral-torch2/$suite}")
 [ "$(id -u)" -eq 0 ] || { echo "run-torch2: needs root (debootstrap, chroot, mounts)" >&2; exit 2; }
+[ "$root" != / ] || { echo "run-torch2: --root / is not a chroot" >&2; exit 2; }
 mirror=http://deb.debian.org/debian
+mkdir -p "$(dirname "$root")"
+exec 9>"$root.lock"
+flock -n 9 || { echo "run-torch2: another run holds $root.lock" >&2; exit 1; }
 
 if ! command -v debootstrap >/dev/null; then
   apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap ||
     exit 1
 fi
-if [ ! -x "$root/usr/bin/apt-get" ]; then
+# Mounts a killed run left in the chroot go first: made slaves, top first, so that no unmount
+# below reaches the host's own mounts, then unmounted, deepest first. The bootstrap below
+# deletes the folder, which must hold no mount then (rm would go down a bind mount).
+mounted() { awk -v r="$root" '$5 == r || index($5, r "/") == 1 {print $5}' /proc/self/mountinfo | sort -u; }
+for m in $(mounted); do mount --make-rslave "$m" 2>/dev/null; done
+for m in $(mounted | sort -r); do umount "$m" 2>/dev/null || umount -l "$m"; done
+if [ -n "$(mounted)" ]; then
+  echo "run-torch2: still mounted under $root: $(mounted | tr '\n' ' ')" >&2
+  exit 1
+fi
+# $root.ok marks a finished bootstrap, $root.partial one under way (or killed): only those two
+# kinds of folder are this script's to delete.
+if [ ! -e "$root.ok" ]; then
+  if [ -n "$(ls -A "$root" 2>/dev/null)" ] && [ ! -e "$root.partial" ]; then
+    echo "run-torch2: $root holds files and is not a chroot this script made; give another --root" >&2
+    exit 1
+  fi
   # Debian 12's debootstrap has no script for releases after it; theirs is sid's.
   script=/usr/share/debootstrap/scripts/$suite
   [ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
   echo "run-torch2: bootstrapping Debian $suite into $root"
-  rm -rf "$root"
+  touch "$root.partial"
+  rm -rf --one-file-system "$root"
   mkdir -p "$root"
   debootstrap --variant=minbase "$suite" "$root" "$mirror" "$script" >"$root.debootstrap.log" 2>&1 ||
     { tail -20 "$root.debootstrap.log"; exit 1; }
+  touch "$root.ok"
+  rm -f "$root.partial"
 fi
 # A registry snapshot's Release files may be past their Valid-Until date.
 echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99coral"
@@ -51,22 +74,31 @@ echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99coral"
 mounts=()
 cleanup() {
   local i
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -R "${mounts[$i]}" 2>/dev/null || umount -l "${mounts[$i]}"; done
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+    mount --make-rslave "${mounts[$i]}" 2>/dev/null
+    umount -R "${mounts[$i]}" 2>/dev/null || umount -R -l "${mounts[$i]}"
+  done
 }
 trap cleanup EXIT
 for m in proc sys dev; do
   mkdir -p "$root/$m"
-  mount --rbind "/$m" "$root/$m" && mount --make-rslave "$root/$m" && mounts+=("$root/$m") || exit 1
+  # Recorded at once: cleanup makes it a slave before unmounting, whatever happens next.
+  mount --rbind "/$m" "$root/$m" || exit 1
+  mounts+=("$root/$m")
+  mount --make-rslave "$root/$m" || exit 1
 done
+# The checkout read-only: nothing the tests do may change it.
 mkdir -p "$root/coral"
-mount --bind "$repo" "$root/coral" && mounts+=("$root/coral") || exit 1
+mount --bind -o ro "$repo" "$root/coral" || exit 1
+mounts+=("$root/coral")
 # The host's CUDA toolkit, for compiling coral_torch's CUDA path against this torch's headers.
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ -e "$cuda/include/cuda_runtime_api.h" ]; then
   mkdir -p "$root/usr/local/cuda-host"
-  mount --bind -o ro "$cuda" "$root/usr/local/cuda-host" && mounts+=("$root/usr/local/cuda-host") || exit 1
+  mount --bind -o ro "$cuda" "$root/usr/local/cuda-host" || exit 1
+  mounts+=("$root/usr/local/cuda-host")
 fi
-cp /etc/resolv.conf "$root/etc/resolv.conf"
+cp --remove-destination /etc/resolv.conf "$root/etc/resolv.conf"
 
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
@@ -88,7 +120,7 @@ in_root bash -c 'opts="-Dtests=false -Dbench=false -Dtrainer=disabled -Dmpi=disa
 
 # USE_LIBUV=0: Debian builds torch without libuv, and torch's env:// store asks for it by default.
 env=(PYTHONPATH=/build/src/compat/torch CORAL_RUN=/build/tools/coral-run/coral-run TORCH_PYTHON=/usr/bin/python3
-     USE_LIBUV=0)
+     USE_LIBUV=0 PYTHONDONTWRITEBYTECODE=1)
 if [ $shell -eq 1 ]; then
   echo "run-torch2: a shell in the chroot (the tests are in /coral/tests/torch)"
   in_root "${env[@]}" bash -i

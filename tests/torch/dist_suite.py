@@ -457,7 +457,17 @@ def main():
     args = ap.parse_args()
     if args.worker:
         return worker(*args.worker)
+    import inspect
+
     import torch
+    import torch.distributed as dist
+
+    # An exception holds only where its cause does, so a coral defect cannot hide behind it elsewhere.
+    if "only implemented for GLOO" not in inspect.getsource(inspect.unwrap(dist.monitored_barrier)):
+        for n in [n for n, why in EXCEPTIONS.items() if why is _GLOO_ONLY_MONITORED]:
+            del EXCEPTIONS[n]
+    if int(torch.__version__.split(".")[0]) < 2:
+        del EXCEPTIONS["test_ddp_logging_data_cpu"]
 
     t0 = time.time()
     workdir = tempfile.mkdtemp(prefix="dist_suite-")

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "compat/torch/process_group.h"
@@ -23,14 +24,14 @@ std::string join(const std::vector<int>& ranks) {
   return s;
 }
 
-// Whether key appears within limit. The store's own wait takes 0 as "no limit".
+// Whether key appears within limit. Polled: a timed-out Store::wait cannot be taken back on torch
+// 1.13's TCPStore, whose server then answers it later on the same connection.
 bool arrives(::c10d::Store& store, const std::string& key, milliseconds limit) {
-  if (limit.count() <= 0) return store.check({key});
-  try {
-    store.wait({key}, limit);
-    return true;
-  } catch (const std::exception&) {
-    return store.check({key});
+  const auto deadline = Clock::now() + limit;
+  for (auto pause = milliseconds(1);; pause = std::min(pause * 2, milliseconds(20))) {
+    if (store.check({key})) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
   }
 }
 
@@ -39,18 +40,30 @@ bool arrives(::c10d::Store& store, const std::string& key, milliseconds limit) {
 void ProcessGroupCoral::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) {
   const milliseconds limit = opts.timeout == ::c10d::kUnsetTimeout ? timeout_ : opts.timeout;
   const int rank = getRank(), size = getSize();
-  // Every member calls it in the same order, so the n-th call meets the n-th call.
-  const std::string base = "coral/monitored_barrier/" + std::to_string(monitored_++) + "/";
+  // Every member calls it in the same order, so the n-th call meets the n-th call. The group's
+  // nonce keeps a group made again on the same store from reading an earlier one's keys.
+  const uint64_t n = monitored_++;
+  const std::string base = "coral/monitored_barrier/" + nonce_ + "/" + std::to_string(n) + "/";
   const std::string verdict = base + "verdict";
   if (rank != 0) {
-    store_->set(base + std::to_string(rank), std::vector<uint8_t>{1});
     const std::string prefix = "Rank " + std::to_string(rank) +
                                " successfully reached monitoredBarrier, but received errors while waiting for "
                                "send/recv from rank 0. ";
-    // Only rank 0 keeps the barrier's time: the others wait as long as the group does, so rank 0
-    // is the one to report who is missing.
-    TORCH_CHECK(arrives(*store_, verdict, timeout_), prefix, "Rank 0 gave no answer within ", timeout_.count(), " ms.");
-    const std::vector<uint8_t> v = store_->get(verdict);
+    // Only rank 0 keeps the barrier's time, so that it is the one to name who is missing; the
+    // others wait at least as long as it may take (each missing rank gets the whole time when
+    // rank 0 is asked for all of them).
+    const milliseconds patience = std::max(timeout_, limit * std::max(1, size - 1) + milliseconds(5000));
+    std::vector<uint8_t> v;
+    try {
+      store_->set(base + std::to_string(rank), std::vector<uint8_t>{1});
+      if (!arrives(*store_, verdict, patience))
+        TORCH_CHECK(false, prefix, "Rank 0 gave no answer within ", patience.count(), " ms.");
+      v = store_->get(verdict);
+    } catch (const c10::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, prefix, "The store failed: ", e.what());  // rank 0 gone, and its store with it
+    }
     TORCH_CHECK(v.empty(), prefix, "Rank 0 reported: ", std::string(v.begin(), v.end()));
     return;
   }
@@ -79,6 +92,9 @@ void ProcessGroupCoral::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
   // The others learn the outcome at once instead of at their timeout.
   store_->set(verdict, std::vector<uint8_t>(error.begin(), error.end()));
   for (int r = 1; r < size; ++r) store_->deleteKey(base + std::to_string(r));
+  // Every rank that arrived here has read the previous call's verdict.
+  if (missing.empty() && error.empty() && n > 0)
+    store_->deleteKey("coral/monitored_barrier/" + nonce_ + "/" + std::to_string(n - 1) + "/verdict");
   TORCH_CHECK(error.empty(), "[Rank 0]: ", error);
 }
 

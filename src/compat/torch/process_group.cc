@@ -72,6 +72,10 @@ ProcessGroupCoral::ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& st
                 " bytes, not ", sizeof id.internal);
     std::memcpy(id.internal, bytes.data(), bytes.size());
   }
+  // FNV-1a of the id: the same on every rank, new for each group made on the store.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char b : id.internal) h = (h ^ b) * 1099511628211ull;
+  nonce_ = std::to_string(h);
   coralConfig_t config = CORAL_CONFIG_INITIALIZER;
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
   config.timeoutSeconds = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(seconds, INT32_MAX)));

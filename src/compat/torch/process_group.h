@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -90,7 +91,8 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   std::atomic<uint64_t> seq_{0};
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<::c10d::Store> store_;  // the group's own (prefixed) store
-  uint64_t monitored_ = 0;                   // monitored barriers so far
+  std::string nonce_;                        // this group's, from its unique id
+  std::atomic<uint64_t> monitored_{0};       // monitored barriers so far
   std::shared_ptr<Completer> completer_;
   // Requests not yet claimed, oldest first: the teardown settles them before the communicator goes.
   std::mutex live_mu_;
