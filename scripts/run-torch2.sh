@@ -80,23 +80,25 @@ cleanup() {
   done
 }
 trap cleanup EXIT
+# attach SRC DST MOUNT-OPTIONS...: recorded at once, so cleanup makes it a slave and unmounts it
+# whatever happens next.
+attach() {
+  mkdir -p "$2"
+  mount "${@:3}" "$1" "$2" || exit 1
+  mounts+=("$2")
+}
 for m in proc sys dev; do
-  mkdir -p "$root/$m"
-  # Recorded at once: cleanup makes it a slave before unmounting, whatever happens next.
-  mount --rbind "/$m" "$root/$m" || exit 1
-  mounts+=("$root/$m")
+  attach "/$m" "$root/$m" --rbind
   mount --make-rslave "$root/$m" || exit 1
 done
 # The checkout read-only: nothing the tests do may change it.
-mkdir -p "$root/coral"
-mount --bind -o ro "$repo" "$root/coral" || exit 1
-mounts+=("$root/coral")
+attach "$repo" "$root/coral" --bind -o ro
 # The host's CUDA toolkit, for compiling coral_torch's CUDA path against this torch's headers.
 cuda=${CUDA_HOME:-/usr/local/cuda}
+have_cuda=0
 if [ -e "$cuda/include/cuda_runtime_api.h" ]; then
-  mkdir -p "$root/usr/local/cuda-host"
-  mount --bind -o ro "$cuda" "$root/usr/local/cuda-host" || exit 1
-  mounts+=("$root/usr/local/cuda-host")
+  attach "$cuda" "$root/usr/local/cuda-host" --bind -o ro
+  have_cuda=1
 fi
 cp --remove-destination /etc/resolv.conf "$root/etc/resolv.conf"
 
@@ -148,7 +150,7 @@ run torch_ops 900 python3 test_ops.py
 run torch_ddp 900 python3 test_ddp.py
 run torch_failure 300 python3 test_failure.py
 run torch_launch 600 bash test_launch.sh
-if [ -d "$root/usr/local/cuda-host/include" ]; then
+if [ $have_cuda -eq 1 ]; then
   run torch_cuda_compile 600 python3 cuda_compile_check.py /build /usr/local/cuda-host/include
 else
   echo "skip torch_cuda_compile: no CUDA toolkit at $cuda"

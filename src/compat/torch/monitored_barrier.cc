@@ -43,8 +43,10 @@ void ProcessGroupCoral::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
   // Every member calls it in the same order, so the n-th call meets the n-th call. The group's
   // nonce keeps a group made again on the same store from reading an earlier one's keys.
   const uint64_t n = monitored_++;
-  const std::string base = "coral/monitored_barrier/" + nonce_ + "/" + std::to_string(n) + "/";
-  const std::string verdict = base + "verdict";
+  const auto key = [&](uint64_t call, const std::string& what) {
+    return "coral/monitored_barrier/" + nonce_ + "/" + std::to_string(call) + "/" + what;
+  };
+  const std::string verdict = key(n, "verdict");
   if (rank != 0) {
     const std::string prefix = "Rank " + std::to_string(rank) +
                                " successfully reached monitoredBarrier, but received errors while waiting for "
@@ -55,7 +57,7 @@ void ProcessGroupCoral::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
     const milliseconds patience = std::max(timeout_, limit * std::max(1, size - 1) + milliseconds(5000));
     std::vector<uint8_t> v;
     try {
-      store_->set(base + std::to_string(rank), std::vector<uint8_t>{1});
+      store_->set(key(n, std::to_string(rank)), std::vector<uint8_t>{1});
       if (!arrives(*store_, verdict, patience))
         TORCH_CHECK(false, prefix, "Rank 0 gave no answer within ", patience.count(), " ms.");
       v = store_->get(verdict);
@@ -70,31 +72,28 @@ void ProcessGroupCoral::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
   const auto start = Clock::now();
   std::vector<int> missing;
   std::string error;
-  for (int r = 1; r < size && error.empty(); ++r) {
-    // Asked for every missing rank, each gets the whole time; else the time left.
-    milliseconds wait = limit;
-    if (!waitAllRanks) {
-      wait = limit - std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-      if (wait.count() <= 0 && !store_->check({base + std::to_string(r)})) {
-        error = "Rank 0 timed out in monitoredBarrier after " + std::to_string(limit.count()) +
-                " ms; ranks not yet checked: " + std::to_string(r) + " to " + std::to_string(size - 1);
-        break;
-      }
+  for (int r = 1; r < size; ++r) {
+    // Asked for every missing rank, each gets the whole time; else the time left, and the first
+    // missing one ends the wait.
+    const milliseconds wait =
+        waitAllRanks ? limit : limit - std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+    if (!waitAllRanks && wait.count() <= 0 && !store_->check({key(n, std::to_string(r))})) {
+      error = "Rank 0 timed out in monitoredBarrier after " + std::to_string(limit.count()) +
+              " ms; ranks not yet checked: " + std::to_string(r) + " to " + std::to_string(size - 1);
+      break;
     }
-    if (arrives(*store_, base + std::to_string(r), wait)) continue;
+    if (arrives(*store_, key(n, std::to_string(r)), wait)) continue;
     missing.push_back(r);
-    if (!waitAllRanks)
-      error =
-          "Rank " + std::to_string(r) + " failed to pass monitoredBarrier in " + std::to_string(limit.count()) + " ms";
+    if (!waitAllRanks) break;
   }
   if (error.empty() && !missing.empty())
-    error = "Ranks " + join(missing) + " failed to pass monitoredBarrier in " + std::to_string(limit.count()) + " ms";
+    error = (waitAllRanks ? "Ranks " : "Rank ") + join(missing) + " failed to pass monitoredBarrier in " +
+            std::to_string(limit.count()) + " ms";
   // The others learn the outcome at once instead of at their timeout.
   store_->set(verdict, std::vector<uint8_t>(error.begin(), error.end()));
-  for (int r = 1; r < size; ++r) store_->deleteKey(base + std::to_string(r));
+  for (int r = 1; r < size; ++r) store_->deleteKey(key(n, std::to_string(r)));
   // Every rank that arrived here has read the previous call's verdict.
-  if (missing.empty() && error.empty() && n > 0)
-    store_->deleteKey("coral/monitored_barrier/" + nonce_ + "/" + std::to_string(n - 1) + "/verdict");
+  if (error.empty() && n > 0) store_->deleteKey(key(n - 1, "verdict"));
   TORCH_CHECK(error.empty(), "[Rank 0]: ", error);
 }
 
