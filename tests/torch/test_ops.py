@@ -482,6 +482,50 @@ def async_ops():
 
 
 @section
+def coalescing():
+    # torch 2's _coalescing_manager(group, device): the backend brackets the block and one work
+    # covers it (torch >= 2.7 also sends batch_isend_irecv through it once the backend says it
+    # coalesces). torch 1.13's manager takes a list of requests and leaves the backend out.
+    if int(torch.__version__.split(".")[0]) < 2 or WORLD < 2:
+        return
+    nxt, prv = (RANK + 1) % WORLD, (RANK - 1) % WORLD
+    cpu = torch.device("cpu")
+    for async_ops in (True, False):
+        xs = inputs(9, torch.int64, None, f"co_p2p{async_ops}")
+        got = torch.zeros(9, dtype=torch.int64)
+        ys = inputs(6, torch.float64, R.SUM, f"co_bc{async_ops}")
+        b = ys[RANK].clone()
+        with dist._coalescing_manager(device=cpu, async_ops=async_ops) as cm:
+            # The receive first on every rank: the block must not run its members one by one.
+            dist.irecv(got, prv)
+            dist.isend(xs[RANK].clone(), nxt)
+            dist.broadcast(b, src=WORLD - 1)
+        if async_ops:
+            if len(cm.works) != 1:
+                fail("coalescing", f"{len(cm.works)} works for the block, want 1")
+            cm.wait()
+            if not all(w.is_completed() for w in cm.works):
+                fail("coalescing", "a work is not completed after cm.wait()")
+        expect(f"coalesced isend/irecv ring async_ops={async_ops}", got, xs[prv], exact=True)
+        expect(f"coalesced broadcast async_ops={async_ops}", b, ys[WORLD - 1], exact=True)
+    # all_reduce inside the block takes torch's fast path (one all_reduce_coalesced), still inside
+    # the backend's bracket; the block's future carries every output.
+    zs = [inputs(n, torch.float32, R.SUM, f"co_ar{n}") for n in (5, 0, 17)]
+    ts = [z[RANK].clone() for z in zs]
+    with dist._coalescing_manager(device=cpu, async_ops=True) as cm:
+        for t in ts:
+            dist.all_reduce(t)
+    fut = cm.works[0].get_future()
+    fut.wait()
+    for i, (t, z) in enumerate(zip(ts, zs)):
+        expect(f"coalesced all_reduce tensor {i}", t, reduce(z, R.SUM))
+    # What torch >= 2.7 decides from: the backend says it coalesces where torch can ask.
+    backend = dist.distributed_c10d._get_default_group()._get_backend(cpu)
+    if hasattr(type(backend), "supports_coalescing") and not backend.supports_coalescing:
+        fail("coalescing", "supports_coalescing is False")
+
+
+@section
 def errors():
     def recv_any():
         dist.recv(torch.zeros(2), src=None)
@@ -506,7 +550,7 @@ def errors():
 
 SECTIONS = [all_reduce, all_reduce_coalesced, broadcast, reduce_to_root, all_gather, all_gather_coalesced,
             gather_scatter, reduce_scatter, all_to_all, point_to_point, barrier, monitored_barrier, non_contiguous,
-            zero_elements, aliasing_and_scalars, groups, async_ops, errors]
+            zero_elements, aliasing_and_scalars, groups, async_ops, coalescing, errors]
 
 
 def worker():

@@ -139,10 +139,21 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     // Works on device tensors complete when queued; a stream-ordered call that failed is
     // reported by Coral at the group's next call, which fails (issue() below).
     void* stream = c10::cuda::getCurrentCUDAStream(sample.device().index()).stream();
+    if (coalescing_.active && !coalescing_.group_open) {
+      TORCH_CHECK(!coalescing_.host, "coral: ", what, ": a coalesced block of CPU operations cannot take CUDA tensors");
+      const coralResult_t r = coralGroupStart();
+      if (r != coralSuccess) fail(what, r);
+      coalescing_.group_open = true;
+    }
     const coralResult_t r = issue(stream, nullptr);
     if (r != coralSuccess) fail(what, r);
     auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);
     op->claim();
+    if (coalescing_.active) {  // queued at the group's end: the copies back wait for it
+      coalescing_.deferred.push_back(op);
+      coalescing_.works.push_back(work);
+      return work;
+    }
     op->settle();  // the copies back are queued on the stream too
     return work;
 #else
@@ -150,9 +161,16 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
                 sample.device());
 #endif
   }
+  if (coalescing_.active) {
+    TORCH_CHECK(!coalescing_.group_open, "coral: ", what,
+                ": a coalesced block of CUDA operations cannot take CPU tensors or barriers");
+    coalescing_.host = true;
+  }
   const coralResult_t r = issue(nullptr, &op->request);
   if (r != coralSuccess) fail(what, r);
   auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);
+  // Host operations need no group: Coral's non-blocking calls already progress together.
+  if (coalescing_.active) coalescing_.works.push_back(work);
   std::lock_guard<std::mutex> lock(live_mu_);
   // Requests complete in order: the claimed ones at the front are done with.
   while (!live_.empty()) {
@@ -163,5 +181,29 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   live_.push_back(op);
   return work;
 }
+
+#if TORCH_VERSION_MAJOR >= 2
+void ProcessGroupCoral::startCoalescing() {
+  TORCH_CHECK(!coalescing_.active, "coral: startCoalescing on rank ", getRank(), ": a coalesced block is already open");
+  coalescing_ = Coalescing{};
+  coalescing_.active = true;
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::endCoalescing() {
+  TORCH_CHECK(coalescing_.active, "coral: endCoalescing on rank ", getRank(), " without startCoalescing");
+  Coalescing block = std::move(coalescing_);
+  coalescing_ = Coalescing{};
+  coralResult_t r = coralSuccess;
+  if (block.group_open) {
+    r = coralGroupEnd();
+    for (auto& op : block.deferred) {
+      if (r != coralSuccess) op->result = r;
+      op->settle();
+    }
+  }
+  if (r != coralSuccess) fail("coalesced block", r);
+  return c10::make_intrusive<WorkCoalesced>(getRank(), std::move(block.works));
+}
+#endif
 
 }  // namespace coral::torch_backend

@@ -69,6 +69,16 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   c10::intrusive_ptr<::c10d::Work> recvAnysource(Tensors& tensors, int tag) override;
   c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
   void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) override;
+#if TORCH_VERSION_MAJOR >= 2
+  // torch's _coalescing_manager(group, device): batch_isend_irecv on CUDA, and on any device once
+  // the backend says it coalesces (torch >= 2.7 asks). One work covers the block; its CUDA
+  // operations run as one Coral group, so sends and receives may come in any order.
+  void startCoalescing() override;
+  c10::intrusive_ptr<::c10d::Work> endCoalescing() override;
+#ifdef CORAL_TORCH_SUPPORTS_COALESCING
+  bool supportsCoalescing() const override { return true; }
+#endif
+#endif
 
   // torch's desync checks compare these across ranks; every rank issues the same collectives in
   // the same order (point-to-point calls are not counted, as with NCCL). torch 1.13 asks for a
@@ -97,6 +107,16 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   // Requests not yet claimed, oldest first: the teardown settles them before the communicator goes.
   std::mutex live_mu_;
   std::deque<std::weak_ptr<OpState>> live_;
+  // Between startCoalescing and endCoalescing (one thread, as torch's context manager): the works
+  // issued, and the CUDA operations deferred to the Coral group, settled once it is queued.
+  struct Coalescing {
+    bool active = false;
+    bool group_open = false;  // a CUDA operation opened the group
+    bool host = false;        // a host operation joined
+    std::vector<c10::intrusive_ptr<::c10d::Work>> works;
+    std::vector<std::shared_ptr<OpState>> deferred;
+  };
+  Coalescing coalescing_;
 };
 
 }  // namespace coral::torch_backend

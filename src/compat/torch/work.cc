@@ -2,6 +2,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "compat/torch/convert.h"
@@ -143,5 +144,89 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkCoral::getFuture() {
   if (op_->claim()) completer_->add(op_);
   return op_->future;
 }
+
+#if TORCH_VERSION_MAJOR >= 2
+WorkCoalesced::WorkCoalesced(int rank, std::vector<c10::intrusive_ptr<::c10d::Work>> works)
+    : ::c10d::Work(rank, ::c10d::OpType::COALESCED, "coral:coalesced"), works_(std::move(works)) {}
+
+void WorkCoalesced::done(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+  }
+  finish(error);
+}
+
+bool WorkCoalesced::isCompleted() {
+  if (::c10d::Work::isCompleted()) return true;
+  std::exception_ptr error;
+  for (auto& w : works_) {
+    if (!w->isCompleted()) return false;
+    if (!error) error = w->exception();
+  }
+  done(error);
+  return true;
+}
+
+bool WorkCoalesced::wait(std::chrono::milliseconds timeout) {
+  try {
+    for (auto& w : works_) w->wait(timeout);
+  } catch (...) {
+    done(std::current_exception());
+    throw;
+  }
+  done(nullptr);
+  return true;
+}
+
+std::vector<at::Tensor> WorkCoalesced::result() {
+  std::vector<at::Tensor> all;
+  for (auto& w : works_)
+    for (auto& t : w->result()) all.push_back(t);
+  return all;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> WorkCoalesced::getFuture() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (future_) return future_;
+  std::vector<c10::intrusive_ptr<c10::ivalue::Future>> parts;
+  std::vector<c10::Device> devices;
+  for (auto& w : works_) {
+    parts.push_back(w->getFuture());
+    for (const auto& d : parts.back()->devices())
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+  }
+  static const c10::TypePtr list_of_tensors = c10::ListType::create(c10::TensorType::get());
+  future_ = c10::make_intrusive<c10::ivalue::Future>(list_of_tensors, devices);
+  // The block's future completes with the last of its parts, with every output (or the first
+  // failure among them).
+  struct Pending {
+    std::mutex mu;
+    size_t left;
+    std::exception_ptr error;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->left = parts.size();
+  auto future = future_;
+  auto outputs = std::make_shared<std::vector<at::Tensor>>(result());
+  if (parts.empty()) future->markCompleted(c10::IValue(*outputs));
+  for (auto& part : parts)
+    part->addCallback([pending, future, outputs](c10::ivalue::Future& f) {
+      std::exception_ptr error;
+      {
+        std::lock_guard<std::mutex> lock(pending->mu);
+        if (f.hasError() && !pending->error) pending->error = f.exception_ptr();
+        if (--pending->left > 0) return;
+        error = pending->error;
+      }
+      if (error)
+        future->setError(error);
+      else
+        future->markCompleted(c10::IValue(*outputs));
+    });
+  return future_;
+}
+#endif
 
 }  // namespace coral::torch_backend

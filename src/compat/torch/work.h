@@ -5,6 +5,7 @@
 #pragma once
 #include <c10/util/Optional.h>  // c10::optional: a class of its own in 1.13, std::optional's alias in 2.x
 #include <coral/coral.h>
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <condition_variable>
@@ -83,5 +84,25 @@ class WorkCoral : public ::c10d::Work {
   std::shared_ptr<OpState> op_;
   std::shared_ptr<Completer> completer_;
 };
+
+#if TORCH_VERSION_MAJOR >= 2
+// The one work of a coalesced block (endCoalescing): done when every operation in it is, failed
+// with the first failure among them.
+class WorkCoalesced : public ::c10d::Work {
+ public:
+  WorkCoalesced(int rank, std::vector<c10::intrusive_ptr<::c10d::Work>> works);
+  bool isCompleted() override;
+  bool wait(std::chrono::milliseconds timeout) override;
+  std::vector<at::Tensor> result() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ private:
+  void done(std::exception_ptr error);
+  std::vector<c10::intrusive_ptr<::c10d::Work>> works_;
+  std::mutex mu_;
+  bool finished_ = false;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+#endif
 
 }  // namespace coral::torch_backend
