@@ -9,6 +9,8 @@ as soon as one rank dies, before they can report):
           init_process_group (not torch's 30-minute default), naming it.
   absent-init  likewise for a rank that never calls new_group (given the timeout: torch 1.13's
           new_group does not inherit init_process_group's), which fails in Coral's rendezvous.
+  shrink  (torch with dist.shrink_group, 2.14) a rank SIGKILLs itself; the survivors' all_reduce
+          raises naming it, they shrink the default group without it and all_reduce again.
 In all, the survivors must then tear down and exit: nothing may hang. Last, the kill scenario under
 coral-run: the launcher must stop the job and exit with the dead rank's status. Run as:
 $TORCH_PYTHON test_failure.py (PYTHONPATH holding coral_torch, CORAL_RUN the launcher).
@@ -26,6 +28,7 @@ import tempfile
 import time
 
 WORLD = 3
+KILLS = ("kill", "shrink")  # the scenarios where the victim dies
 KILL_TIMEOUT_S = 20
 ABSENT_TIMEOUT_S = 8
 KILL_AT_STEP = 5
@@ -53,7 +56,7 @@ def worker(args):
 
     import coral_torch  # noqa: F401  (registers "coral")
 
-    timeout = KILL_TIMEOUT_S if args.scenario == "kill" else ABSENT_TIMEOUT_S
+    timeout = KILL_TIMEOUT_S if args.scenario in KILLS else ABSENT_TIMEOUT_S
     dist.init_process_group("coral", timeout=datetime.timedelta(seconds=timeout))
     rank = dist.get_rank()
     t = torch.ones(16)
@@ -77,6 +80,20 @@ def worker(args):
             report(args.out, rank, error=None, steps=step + 1)
         except RuntimeError as e:
             report(args.out, rank, error=str(e), failed_at=time.time(), step=step)
+    elif args.scenario == "shrink":
+        if rank == args.victim:
+            report(args.out, rank, killed_at=time.time())
+            os.kill(os.getpid(), signal.SIGKILL)
+        try:
+            dist.all_reduce(t)
+            report(args.out, rank, error=None)
+        except RuntimeError as e:
+            failed_at = time.time()
+            dist.shrink_group([args.victim])  # the default group becomes the survivors'
+            x = torch.full((16,), float(rank + 1))
+            dist.all_reduce(x)
+            report(args.out, rank, error=str(e), failed_at=failed_at, after=[dist.get_rank(), dist.get_world_size()],
+                   sum=x.tolist())
     else:
         if rank == args.victim:
             report(args.out, rank, absent_from=time.time())
@@ -98,7 +115,7 @@ def worker(args):
 
 
 def run(scenario, victim):
-    timeout = KILL_TIMEOUT_S if scenario == "kill" else ABSENT_TIMEOUT_S
+    timeout = KILL_TIMEOUT_S if scenario in KILLS else ABSENT_TIMEOUT_S
     failures = []
     with tempfile.TemporaryDirectory(prefix="coral-failure-") as out:
         env = dict(os.environ, WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
@@ -129,7 +146,7 @@ def run(scenario, victim):
             if os.path.exists(path):
                 with open(path) as f:
                     reports[r] = json.load(f)
-        t_fail = reports.get(victim, {}).get("killed_at" if scenario == "kill" else "absent_from")
+        t_fail = reports.get(victim, {}).get("killed_at" if scenario in KILLS else "absent_from")
         if t_fail is None:
             failures.append(f"rank {victim} never reached the failure point")
         # A named rank, not the survivor's own "rank N of 3" in the message's prefix.
@@ -142,17 +159,24 @@ def run(scenario, victim):
             if rep.get("error") is None:
                 failures.append(f"rank {r} finished without an error: {rep}")
                 continue
-            start = t_fail if scenario == "kill" else rep["entered"]
+            start = t_fail if scenario in KILLS else rep["entered"]
             took = rep["failed_at"] - start if start is not None else float("nan")
             print(f"  rank {r}: RuntimeError after {took:.2f} s (timeout {timeout} s), "
                   f"teardown {rep.get('teardown_s', float('nan')):.2f} s, exit {procs[r].returncode}:\n"
                   f"    {rep['error'].strip()}")
             if not names_victim.search(rep["error"]):
                 failures.append(f"rank {r}: the error does not name rank {victim}")
-            if scenario == "kill" and not took <= timeout + DETECT_SLACK_S:
+            if scenario in KILLS and not took <= timeout + DETECT_SLACK_S:
                 failures.append(f"rank {r}: failed {took:.1f} s after the kill, beyond the {timeout} s timeout")
-            if scenario != "kill" and not timeout - 1 <= took <= timeout + DETECT_SLACK_S:
+            if scenario not in KILLS and not timeout - 1 <= took <= timeout + DETECT_SLACK_S:
                 failures.append(f"rank {r}: failed after {took:.1f} s, not about the {timeout} s timeout")
+            if scenario == "shrink":
+                want_sum = float(sum(q + 1 for q in survivors))
+                want_after = [survivors.index(r), WORLD - 1]
+                if rep.get("after") != want_after:
+                    failures.append(f"rank {r}: after the shrink (rank, size) is {rep.get('after')}, not {want_after}")
+                if rep.get("sum") != [want_sum] * 16:
+                    failures.append(f"rank {r}: all_reduce after the shrink gave {rep.get('sum')}, not {want_sum}")
             if "teardown_s" not in rep:
                 failures.append(f"rank {r}: destroy_process_group did not return")
             if procs[r].returncode != 0:
@@ -192,7 +216,11 @@ def under_coral_run():
 def main():
     failures = []
     # Rank 0 also hosts torch's TCPStore: its death must be reported like any other's.
-    for scenario, victim in (("kill", 1), ("kill", 0), ("absent", 2), ("absent-init", 2)):
+    scenarios = [("kill", 1), ("kill", 0), ("absent", 2), ("absent-init", 2)]
+    # Rank 1: rank 0 hosts torch's store, which the shrunk group meets through.
+    if "shrink_group" in dir(__import__("torch.distributed").distributed):
+        scenarios.append(("shrink", 1))
+    for scenario, victim in scenarios:
         print(f"{scenario} rank {victim} of {WORLD}:")
         t0 = time.monotonic()
         f = run(scenario, victim)
@@ -212,7 +240,7 @@ def main():
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", action="store_true")
-    ap.add_argument("--scenario", choices=("kill", "absent", "absent-init"))
+    ap.add_argument("--scenario", choices=("kill", "absent", "absent-init", "shrink"))
     ap.add_argument("--victim", type=int)
     ap.add_argument("--out")
     a = ap.parse_args()

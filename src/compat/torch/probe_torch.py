@@ -19,6 +19,9 @@ print((torch.version.cuda or ""))
 print(";".join(includes))
 print(";".join(libdirs))
 print(str(int(torch._C._GLIBCXX_USE_CXX11_ABI)))
-# Whether c10d::Backend has supportsCoalescing() (torch >= 2.7 or so; 2.6 lacks it): 1 or 0.
-backend_hpp = [os.path.join(d, "torch", "csrc", "distributed", "c10d", "Backend.hpp") for d in includes]
-print(int(any(os.path.exists(h) and "supportsCoalescing" in open(h).read() for h in backend_hpp)))
+# What c10d::Backend lets a backend say it does, space-separated: "coalescing" (supportsCoalescing,
+# torch >= 2.7 or so; 2.6 lacks it), "shrinking" (supportsShrinking, with Backend::shrink).
+backend_hpp = "".join(open(h).read() for h in (os.path.join(d, "torch", "csrc", "distributed", "c10d", "Backend.hpp")
+                                                for d in includes) if os.path.exists(h))
+print(" ".join(f for f, method in (("coalescing", "supportsCoalescing"), ("shrinking", "supportsShrinking"))
+               if method in backend_hpp))

@@ -84,6 +84,28 @@ ProcessGroupCoral::ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& st
   completer_ = std::make_shared<Completer>();
 }
 
+namespace {
+int comm_rank(coralComm_t comm) {
+  int rank = 0;
+  coralCommUserRank(comm, &rank);
+  return rank;
+}
+int comm_size(coralComm_t comm) {
+  int size = 0;
+  coralCommCount(comm, &size);
+  return size;
+}
+}  // namespace
+
+ProcessGroupCoral::ProcessGroupCoral(coralComm_t comm, const c10::intrusive_ptr<::c10d::Store>& store,
+                                     std::string nonce, std::chrono::milliseconds timeout)
+    : CORAL_TORCH_BASE(comm_rank(comm), comm_size(comm)),
+      comm_(comm),
+      timeout_(timeout),
+      store_(store),
+      nonce_(std::move(nonce)),
+      completer_(std::make_shared<Completer>()) {}
+
 ProcessGroupCoral::~ProcessGroupCoral() {
   // Reached from Python (the group's last reference), this thread holds the GIL, and the
   // completion thread may need it to finish: a future's Python callback, or the last reference
@@ -188,6 +210,22 @@ void ProcessGroupCoral::startCoalescing() {
   coalescing_ = Coalescing{};
   coalescing_.active = true;
 }
+
+#ifdef CORAL_TORCH_BACKEND_SHRINKING
+c10::intrusive_ptr<::c10d::Backend> ProcessGroupCoral::shrink(const std::vector<int64_t>& ranks_to_exclude,
+                                                              int /*shrink_flags*/,
+                                                              const c10::intrusive_ptr<Options>& opts_override) {
+  // SHRINK_ABORT or not: Coral's shrink meets the survivors outside this communicator, so it works
+  // whether its operations failed (a rank died) or not.
+  const std::vector<int> exclude(ranks_to_exclude.begin(), ranks_to_exclude.end());
+  coralComm_t next = nullptr;
+  const coralResult_t r = coralCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &next);
+  if (r != coralSuccess) fail("shrink", r);
+  // The new group's keys in the store must not meet this group's (its monitored barriers).
+  return c10::make_intrusive<ProcessGroupCoral>(next, store_, nonce_ + "/shrunk" + std::to_string(++shrinks_),
+                                                opts_override ? opts_override->timeout : timeout_);
+}
+#endif
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::endCoalescing() {
   TORCH_CHECK(coalescing_.active, "coral: endCoalescing on rank ", getRank(), " without startCoalescing");

@@ -30,6 +30,9 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
  public:
   ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
                     std::chrono::milliseconds timeout);
+  // Adopts comm, a communicator made from another group's (a shrink): rank and size are comm's.
+  ProcessGroupCoral(coralComm_t comm, const c10::intrusive_ptr<::c10d::Store>& store, std::string nonce,
+                    std::chrono::milliseconds timeout);
   ~ProcessGroupCoral() override;
 
   const std::string getBackendName() const override { return "coral"; }
@@ -75,8 +78,14 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   // operations run as one Coral group, so sends and receives may come in any order.
   void startCoalescing() override;
   c10::intrusive_ptr<::c10d::Work> endCoalescing() override;
-#ifdef CORAL_TORCH_SUPPORTS_COALESCING
+#ifdef CORAL_TORCH_BACKEND_COALESCING
   bool supportsCoalescing() const override { return true; }
+#endif
+#ifdef CORAL_TORCH_BACKEND_SHRINKING
+  // dist.shrink_group: the survivors of a failed group (or any members) go on without the excluded ranks.
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<::c10d::Backend> shrink(const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
+                                             const c10::intrusive_ptr<Options>& opts_override) override;
 #endif
 #endif
 
@@ -103,6 +112,7 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   c10::intrusive_ptr<::c10d::Store> store_;  // the group's own (prefixed) store
   std::string nonce_;                        // this group's, from its unique id
   std::atomic<uint64_t> monitored_{0};       // monitored barriers so far
+  int shrinks_ = 0;                          // groups shrunk from this one
   std::shared_ptr<Completer> completer_;
   // Requests not yet claimed, oldest first: the teardown settles them before the communicator goes.
   std::mutex live_mu_;
