@@ -137,6 +137,12 @@ CORAL_API coralResult_t coralCommGetFailedRanks(coralComm_t comm, int* ranks, in
 CORAL_API coralResult_t coralCommDestroy(coralComm_t comm);
 /* Marks the communicator failed (peers' pending calls return coralRemoteError) and frees it. */
 CORAL_API coralResult_t coralCommAbort(coralComm_t comm);
+/* Marks the communicator failed without freeing it: this rank's pending and later operations on
+ * it and its peers' pending ones end with coralRemoteError naming this rank. Safe while other
+ * threads wait on its requests (as a watchdog that gives up on a stuck call does); afterwards
+ * only coralCommShrink, coralCommGetFailedRanks, coralCommGetAsyncError, coralCommDestroy and
+ * coralCommAbort are of use. */
+CORAL_API coralResult_t coralCommRevoke(coralComm_t comm);
 CORAL_API coralResult_t coralCommCount(const coralComm_t comm, int* count);
 CORAL_API coralResult_t coralCommUserRank(const coralComm_t comm, int* rank);
 CORAL_API coralResult_t coralCommGetAsyncError(coralComm_t comm, coralResult_t* asyncError);

@@ -205,6 +205,8 @@ class communicator {
     check(coralCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &c.comm_), comm_);
     return c;
   }
+  // Fails this rank's and its peers' pending operations and every later one (coralCommRevoke).
+  void revoke() { check(coralCommRevoke(comm_), comm_); }
   // The ranks this rank knows to have failed (coralCommGetFailedRanks), ascending.
   std::vector<int> failed_ranks() const {
     std::vector<int> out(8);

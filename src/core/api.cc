@@ -94,6 +94,13 @@ coralResult_t coralCommAbort(coralComm_t comm) {
   });
 }
 
+coralResult_t coralCommRevoke(coralComm_t comm) {
+  return guard(nullptr, "coralCommRevoke", [&] {
+    coral::Communicator& c = need(comm);
+    c.abort("rank " + std::to_string(c.rank()) + " revoked the communicator (coralCommRevoke)");
+  });
+}
+
 coralResult_t coralCommCount(const coralComm_t comm, int* count) {
   return guard(comm, "coralCommCount", [&] {
     if (!count) fail(coralInvalidArgument, "count is NULL");

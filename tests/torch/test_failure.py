@@ -9,6 +9,9 @@ as soon as one rank dies, before they can report):
           init_process_group (not torch's 30-minute default), naming it.
   absent-init  likewise for a rank that never calls new_group (given the timeout: torch 1.13's
           new_group does not inherit init_process_group's), which fails in Coral's rendezvous.
+  abort   (torch whose _abort_process_group reaches any backend, 2.14) a rank never joins an
+          all_reduce; a watchdog thread on rank 0 aborts the group a second in: both waiting ranks
+          raise at once (not at the timeout), naming rank 0's abort.
   shrink  (torch with dist.shrink_group, 2.14) a rank SIGKILLs itself; the survivors' all_reduce
           raises naming it, they shrink the default group without it and all_reduce again.
 In all, the survivors must then tear down and exit: nothing may hang. Last, the kill scenario under
@@ -25,17 +28,23 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 WORLD = 3
 KILLS = ("kill", "shrink")  # the scenarios where the victim dies
 KILL_TIMEOUT_S = 20
 ABSENT_TIMEOUT_S = 8
+ABORT_TIMEOUT_S, ABORT_AFTER_S = 30, 1
 KILL_AT_STEP = 5
 # Start-up (three torch imports on two cores) and teardown allowances, on top of the timeouts.
 START_SLACK_S = 90
 DETECT_SLACK_S = 10
 EXIT_SLACK_S = 20
+
+
+def timeout_of(scenario):
+    return KILL_TIMEOUT_S if scenario in KILLS else ABORT_TIMEOUT_S if scenario == "abort" else ABSENT_TIMEOUT_S
 
 
 def free_port():
@@ -56,7 +65,7 @@ def worker(args):
 
     import coral_torch  # noqa: F401  (registers "coral")
 
-    timeout = KILL_TIMEOUT_S if args.scenario in KILLS else ABSENT_TIMEOUT_S
+    timeout = timeout_of(args.scenario)
     dist.init_process_group("coral", timeout=datetime.timedelta(seconds=timeout))
     rank = dist.get_rank()
     t = torch.ones(16)
@@ -100,7 +109,15 @@ def worker(args):
             time.sleep(3600)  # the driver kills it once the others have reported
         t0 = time.time()
         try:
-            if args.scenario == "absent":
+            if args.scenario == "abort":
+                work = dist.all_reduce(t, async_op=True)
+                if rank == 0:
+                    def watchdog():
+                        time.sleep(ABORT_AFTER_S)
+                        dist.distributed_c10d._abort_process_group()
+                    threading.Thread(target=watchdog, daemon=True).start()
+                work.wait()
+            elif args.scenario == "absent":
                 dist.all_reduce(t)
             else:
                 dist.new_group(list(range(WORLD)), timeout=datetime.timedelta(seconds=timeout))
@@ -108,14 +125,15 @@ def worker(args):
         except RuntimeError as e:
             report(args.out, rank, error=str(e), entered=t0, failed_at=time.time())
     t0 = time.monotonic()
-    dist.destroy_process_group()
+    if args.scenario != "abort":  # the abort took the groups away already
+        dist.destroy_process_group()
     with open(os.path.join(args.out, f"r{rank}.json")) as f:
         r = json.load(f)
     report(args.out, rank, **{k: v for k, v in r.items() if k != "rank"}, teardown_s=time.monotonic() - t0)
 
 
 def run(scenario, victim):
-    timeout = KILL_TIMEOUT_S if scenario in KILLS else ABSENT_TIMEOUT_S
+    timeout = timeout_of(scenario)
     failures = []
     with tempfile.TemporaryDirectory(prefix="coral-failure-") as out:
         env = dict(os.environ, WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
@@ -164,11 +182,16 @@ def run(scenario, victim):
             print(f"  rank {r}: RuntimeError after {took:.2f} s (timeout {timeout} s), "
                   f"teardown {rep.get('teardown_s', float('nan')):.2f} s, exit {procs[r].returncode}:\n"
                   f"    {rep['error'].strip()}")
-            if not names_victim.search(rep["error"]):
+            if scenario == "abort":
+                if "rank 0 revoked" not in rep["error"]:
+                    failures.append(f"rank {r}: the error does not name rank 0's abort")
+                if not took <= ABORT_AFTER_S + DETECT_SLACK_S:
+                    failures.append(f"rank {r}: failed {took:.1f} s in, not at the abort after {ABORT_AFTER_S} s")
+            elif not names_victim.search(rep["error"]):
                 failures.append(f"rank {r}: the error does not name rank {victim}")
             if scenario in KILLS and not took <= timeout + DETECT_SLACK_S:
                 failures.append(f"rank {r}: failed {took:.1f} s after the kill, beyond the {timeout} s timeout")
-            if scenario not in KILLS and not timeout - 1 <= took <= timeout + DETECT_SLACK_S:
+            if scenario in ("absent", "absent-init") and not timeout - 1 <= took <= timeout + DETECT_SLACK_S:
                 failures.append(f"rank {r}: failed after {took:.1f} s, not about the {timeout} s timeout")
             if scenario == "shrink":
                 want_sum = float(sum(q + 1 for q in survivors))
@@ -218,8 +241,13 @@ def main():
     # Rank 0 also hosts torch's TCPStore: its death must be reported like any other's.
     scenarios = [("kill", 1), ("kill", 0), ("absent", 2), ("absent-init", 2)]
     # Rank 1: rank 0 hosts torch's store, which the shrunk group meets through.
-    if "shrink_group" in dir(__import__("torch.distributed").distributed):
+    import torch.distributed as dist
+    if "shrink_group" in dir(dist):
         scenarios.append(("shrink", 1))
+    # torch 2.6's _abort_process_group only reaches ProcessGroupNCCL; 2.14's (the same release as
+    # shrink_group) any backend.
+    if "shrink_group" in dir(dist) and hasattr(dist.distributed_c10d, "_abort_process_group"):
+        scenarios.append(("abort", 2))
     for scenario, victim in scenarios:
         print(f"{scenario} rank {victim} of {WORLD}:")
         t0 = time.monotonic()
@@ -240,7 +268,7 @@ def main():
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", action="store_true")
-    ap.add_argument("--scenario", choices=("kill", "absent", "absent-init", "shrink"))
+    ap.add_argument("--scenario", choices=("kill", "absent", "absent-init", "shrink", "abort"))
     ap.add_argument("--victim", type=int)
     ap.add_argument("--out")
     a = ap.parse_args()

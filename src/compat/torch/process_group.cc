@@ -141,6 +141,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   if (type != ::c10d::OpType::SEND && type != ::c10d::OpType::RECV && type != ::c10d::OpType::RECVANYSOURCE) ++seq_;
   std::vector<c10::Device> devices;
   if (sample.defined() && sample.is_cuda()) devices.push_back(sample.device());
+  // Another thread's block (a watchdog aborting inside torch's manager) is not this call's.
+  const bool coalesced = coalescing_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
   const c10::optional<Tensors> inputs = !profiled.empty()  ? c10::optional<Tensors>(profiled)
                                         : sample.defined() ? c10::optional<Tensors>(Tensors{sample})
                                                            : c10::nullopt;
@@ -161,7 +163,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     // Works on device tensors complete when queued; a stream-ordered call that failed is
     // reported by Coral at the group's next call, which fails (issue() below).
     void* stream = c10::cuda::getCurrentCUDAStream(sample.device().index()).stream();
-    if (coalescing_.active && !coalescing_.group_open) {
+    if (coalesced && !coalescing_.group_open) {
       TORCH_CHECK(!coalescing_.host, "coral: ", what, ": a coalesced block of CPU operations cannot take CUDA tensors");
       const coralResult_t r = coralGroupStart();
       if (r != coralSuccess) fail(what, r);
@@ -171,7 +173,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     if (r != coralSuccess) fail(what, r);
     auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);
     op->claim();
-    if (coalescing_.active) {  // queued at the group's end: the copies back wait for it
+    if (coalesced) {  // queued at the group's end: the copies back wait for it
       coalescing_.deferred.push_back(op);
       coalescing_.works.push_back(work);
       return work;
@@ -183,7 +185,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
                 sample.device());
 #endif
   }
-  if (coalescing_.active) {
+  if (coalesced) {
     TORCH_CHECK(!coalescing_.group_open, "coral: ", what,
                 ": a coalesced block of CUDA operations cannot take CPU tensors or barriers");
     coalescing_.host = true;
@@ -192,7 +194,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   if (r != coralSuccess) fail(what, r);
   auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);
   // Host operations need no group: Coral's non-blocking calls already progress together.
-  if (coalescing_.active) coalescing_.works.push_back(work);
+  if (coalesced) coalescing_.works.push_back(work);
   std::lock_guard<std::mutex> lock(live_mu_);
   // Requests complete in order: the claimed ones at the front are done with.
   while (!live_.empty()) {
@@ -206,10 +208,18 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
 
 #if TORCH_VERSION_MAJOR >= 2
 void ProcessGroupCoral::startCoalescing() {
-  TORCH_CHECK(!coalescing_.active, "coral: startCoalescing on rank ", getRank(), ": a coalesced block is already open");
+  std::thread::id none;
+  TORCH_CHECK(coalescing_owner_.compare_exchange_strong(none, std::this_thread::get_id()),
+              "coral: startCoalescing on rank ", getRank(), ": a coalesced block is already open");
   coalescing_ = Coalescing{};
-  coalescing_.active = true;
 }
+
+#ifdef CORAL_TORCH_BACKEND_ABORT
+void ProcessGroupCoral::abort() {
+  // Revoked, not freed: other threads may be waiting on the communicator's requests right now.
+  coralCommRevoke(comm_);
+}
+#endif
 
 #ifdef CORAL_TORCH_BACKEND_SHRINKING
 c10::intrusive_ptr<::c10d::Backend> ProcessGroupCoral::shrink(const std::vector<int64_t>& ranks_to_exclude,
@@ -228,9 +238,11 @@ c10::intrusive_ptr<::c10d::Backend> ProcessGroupCoral::shrink(const std::vector<
 #endif
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::endCoalescing() {
-  TORCH_CHECK(coalescing_.active, "coral: endCoalescing on rank ", getRank(), " without startCoalescing");
+  TORCH_CHECK(coalescing_owner_.load() == std::this_thread::get_id(), "coral: endCoalescing on rank ", getRank(),
+              " without startCoalescing on this thread");
   Coalescing block = std::move(coalescing_);
   coalescing_ = Coalescing{};
+  coalescing_owner_.store(std::thread::id());
   coralResult_t r = coralSuccess;
   if (block.group_open) {
     r = coralGroupEnd();

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -81,6 +82,11 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
 #ifdef CORAL_TORCH_BACKEND_COALESCING
   bool supportsCoalescing() const override { return true; }
 #endif
+#ifdef CORAL_TORCH_BACKEND_ABORT
+  // torch's _abort_process_group (2.14): every rank's pending calls on the group end at once, as
+  // with ncclCommAbort, from any thread; the communicator itself goes with the group.
+  void abort() override;
+#endif
 #ifdef CORAL_TORCH_BACKEND_SHRINKING
   // dist.shrink_group: the survivors of a failed group (or any members) go on without the excluded ranks.
   bool supportsShrinking() const override { return true; }
@@ -117,15 +123,16 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   // Requests not yet claimed, oldest first: the teardown settles them before the communicator goes.
   std::mutex live_mu_;
   std::deque<std::weak_ptr<OpState>> live_;
-  // Between startCoalescing and endCoalescing (one thread, as torch's context manager): the works
-  // issued, and the CUDA operations deferred to the Coral group, settled once it is queued.
+  // Between startCoalescing and endCoalescing, on the thread that started the block (as torch's
+  // context manager runs): the works issued, and the CUDA operations deferred to the Coral group,
+  // settled once it is queued. Only the owner thread touches them.
   struct Coalescing {
-    bool active = false;
     bool group_open = false;  // a CUDA operation opened the group
     bool host = false;        // a host operation joined
     std::vector<c10::intrusive_ptr<::c10d::Work>> works;
     std::vector<std::shared_ptr<OpState>> deferred;
   };
+  std::atomic<std::thread::id> coalescing_owner_{};
   Coalescing coalescing_;
 };
 
