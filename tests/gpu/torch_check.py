@@ -1,7 +1,6 @@
 # The "coral" torch backend on the GPU machine's torch (2.x with CUDA): the Backend-API
 # registration, CUDA tensors stream-ordered on torch's current stream, CPU tensors in the same
 # group, and a few DDP steps equal to one process. Run under coral-run -n 2; exit 77: no CUDA torch.
-import os
 import sys
 
 import torch
@@ -66,8 +65,8 @@ if P > 1:
         dist.recv(got, 0)
         check("send/recv", got, torch.full((64,), 7.0))
     # A ring exchange of 4 MiB tensors, sends first (pipeline-parallel stages do this), both
-    # as isend/irecv and as batch_isend_irecv, which torch 2 runs op by op for a backend
-    # without coalescing: the receives queued behind a waiting send must join it.
+    # as isend/irecv and as batch_isend_irecv, which torch 2 runs as a coalesced block (one
+    # Coral group): the receives queued behind a waiting send must join it.
     nxt, prv = (r + 1) % P, (r - 1) % P
     out = torch.full((1 << 20,), float(r), device=dev)
     got = torch.empty(1 << 20, device=dev)
@@ -80,6 +79,18 @@ if P > 1:
     for w_ in dist.batch_isend_irecv(ops):
         w_.wait()
     check("batch_isend_irecv ring", got2, torch.full((1 << 20,), 2.0 * prv))
+
+# A coalesced block on CUDA (torch 2's _coalescing_manager): its calls run as one Coral group,
+# and a transposed output is copied back only once the group has run.
+if int(torch.__version__.split(".")[0]) >= 2:
+    a = torch.full((3, 4), float(r + 1), device=dev).t()
+    b = torch.full((5,), float(r), device=dev)
+    with dist._coalescing_manager(device=dev, async_ops=True) as cm:
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+    cm.wait()
+    check("coalesced all_reduce, transposed", a, torch.full((4, 3), float(P * (P + 1) // 2)))
+    check("coalesced all_reduce", b, torch.full((5,), float(P * (P - 1) // 2)))
 
 # DDP on CUDA: two steps equal one process with the whole batch.
 torch.manual_seed(0)
