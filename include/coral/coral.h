@@ -141,7 +141,7 @@ CORAL_API coralResult_t coralCommAbort(coralComm_t comm);
  * it and its peers' pending ones end with coralRemoteError naming this rank. Safe while other
  * threads wait on its requests (as a watchdog that gives up on a stuck call does); afterwards
  * only coralCommShrink, coralCommGetFailedRanks, coralCommGetAsyncError, coralCommDestroy and
- * coralCommAbort are of use. */
+ * coralCommAbort are of use. A communicator still being created gives coralInProgress. */
 CORAL_API coralResult_t coralCommRevoke(coralComm_t comm);
 CORAL_API coralResult_t coralCommCount(const coralComm_t comm, int* count);
 CORAL_API coralResult_t coralCommUserRank(const coralComm_t comm, int* rank);

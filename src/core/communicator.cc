@@ -352,7 +352,8 @@ void Communicator::execute(Call& c, bool background, bool device) {
   // caller's computation, which is what non-blocking calls exist to overlap.
   PeerMonitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_,
                   background ? std::min(spin_, kBackgroundSpin) : spin_,
-                  background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate, flight_peers_);
+                  background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate, flight_peers_,
+                  &usable_);
   // Users count their own calls: Coral's internal ones (the start-up probe, root and tuner
   // agreements) are marked, and numbered after the user's call they follow.
   const bool internal = agreeing_ || constructing_;

@@ -244,6 +244,8 @@ class Communicator {
   mutable std::mutex state_mu_;
   // Written under state_mu_, after failure_; atomic so that check_usable() need not lock.
   std::atomic<coralResult_t> failed_{coralSuccess};
+  // check_usable() for the waits' monitors (PeerMonitor), which outlive no communicator.
+  const std::function<void()> usable_ = [this] { check_usable(); };
   std::string failure_;
   std::string last_error_;
 

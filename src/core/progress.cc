@@ -139,8 +139,14 @@ void Request::wait_done() {
 
 PeerMonitor::PeerMonitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
                          double timeout_s, int spin_polls, int pause, transport::Domain* cpu_gate,
-                         const FlightPeers& flight)
-    : rank_(rank), domain_of_(domain_of), polled_(polled), cpu_gate_(cpu_gate), timeout_s_(timeout_s), flight_(flight) {
+                         const FlightPeers& flight, const std::function<void()>* usable)
+    : rank_(rank),
+      domain_of_(domain_of),
+      polled_(polled),
+      cpu_gate_(cpu_gate),
+      timeout_s_(timeout_s),
+      flight_(flight),
+      usable_(usable) {
   spin = spin_polls;
   pause_polls = pause;
   if (!polled_.empty()) sleep_slice_ns = 1000 * 1000;
@@ -177,6 +183,7 @@ void PeerMonitor::check(int peer) {
     published_ = true;
     flight_.publish();
   }
+  if (usable_) (*usable_)();
   transport::Domain* d = domain_of_[peer];
   std::string why = d->remote_abort();
   if (!why.empty()) fail(coralRemoteError, fmt::format("{} aborted: {}", label(), why));

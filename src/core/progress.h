@@ -140,8 +140,11 @@ class PeerMonitor : public WaitMonitor {
   // cpu_gate: the domain that knows whether the awaited rank runs elsewhere (may be null).
   // flight: the communicator's recorder and boards, which name the operation in errors, say
   // what the awaited ranks do on a timeout, and get the op's steps (WaitMonitor::step_word).
+  // usable: throws once the communicator has failed (coralCommRevoke on another thread), so a
+  // wait ends even when no peer is in a call to echo the abort back (may be null).
   PeerMonitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
-              double timeout_s, int spin_polls, int pause, transport::Domain* cpu_gate, const FlightPeers& flight);
+              double timeout_s, int spin_polls, int pause, transport::Domain* cpu_gate, const FlightPeers& flight,
+              const std::function<void()>* usable = nullptr);
   // True once a wait of this op slept long enough to publish its status to the store.
   bool published() const { return published_; }
   void poll_others(const void* self) override;
@@ -159,6 +162,7 @@ class PeerMonitor : public WaitMonitor {
   Clock::time_point deadline_{}, publish_at_{};
   double timeout_s_;
   const FlightPeers& flight_;
+  const std::function<void()>* usable_;
   bool published_ = false;
   // The op's name for an error: "allreduce #12".
   std::string label() const;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/thread_ranks.h"
 
@@ -54,6 +55,39 @@ TEST_CASE("coralCommRevoke ends pending calls on this rank and its peers") {
     CALL(coralCommGetAsyncError(comm, &async));
     if (async != coralRemoteError)
       return fmt::format("rank {}: async error {}, not coralRemoteError", rank, static_cast<int>(async));
+    return "";
+  });
+  unsetenv("CORAL_TIMEOUT");
+  CHECK(err == "");
+}
+
+TEST_CASE("coralCommRevoke ends this rank's collective when no peer is in a call") {
+  // Rank 1 stays out of every call until rank 0 is done: nothing can echo the abort back, so
+  // rank 0's all-reduce must see its own communicator fail.
+  setenv("CORAL_TIMEOUT", "60", 1);
+  std::atomic<bool> rank0_done{false};
+  std::string err = on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+    if (rank == 1) {
+      while (!rank0_done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return "";
+    }
+    std::vector<float> buf(1 << 16, 1.0f);
+    coralRequest_t req = nullptr;
+    CALL(coralIAllReduce(buf.data(), buf.data(), buf.size(), coralFloat32, coralSum, comm, &req));
+    std::thread watchdog([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      coralCommRevoke(comm);
+    });
+    const auto t0 = Clock::now();
+    const coralResult_t rc = coralWait(req);
+    const double waited = since(t0);
+    watchdog.join();
+    rank0_done = true;
+    const std::string msg = coralGetLastError(comm);
+    if (rc != coralRemoteError)
+      return fmt::format("rank 0: coralWait gave {}, not coralRemoteError: {}", static_cast<int>(rc), msg);
+    if (waited > 20) return fmt::format("rank 0: the all-reduce ended {:.1f} s in, not at the revoke", waited);
+    if (msg.find("rank 0 revoked") == std::string::npos) return "rank 0: the error does not name the revoke: " + msg;
     return "";
   });
   unsetenv("CORAL_TIMEOUT");

@@ -142,6 +142,24 @@ def coalescing():
     fut.wait()
     for i, (t, z) in enumerate(zip(ts, zs)):
         expect(f"coalesced all_reduce tensor {i}", t, reduce(z, R.SUM))
+    # torch calls no endCoalescing when the block's body raises: the backend's block stays open
+    # until the thread's next block, which must work (and end torch's own leftover state).
+    try:
+        with dist._coalescing_manager(device=cpu, async_ops=True):
+            raise KeyError("raised inside the block")
+    except KeyError:
+        pass
+    xs = inputs(7, torch.int32, None, "co_after_raise")
+    got = torch.zeros(7, dtype=torch.int32)
+    with dist._coalescing_manager(device=cpu, async_ops=True) as cm:
+        dist.irecv(got, prv)
+        dist.isend(xs[h.RANK].clone(), nxt)
+    cm.wait()
+    expect("coalesced isend/irecv after a block that raised", got, xs[prv], exact=True)
+    ys = inputs(3, torch.float32, R.SUM, "co_after_raise_ar")
+    y = ys[h.RANK].clone()
+    dist.all_reduce(y)
+    expect("all_reduce after a block that raised", y, reduce(ys, R.SUM))
     # What torch >= 2.7 decides from: the backend says it coalesces where torch can ask.
     backend = dist.distributed_c10d._get_default_group()._get_backend(cpu)
     if hasattr(type(backend), "supports_coalescing") and not backend.supports_coalescing:

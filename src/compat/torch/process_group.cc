@@ -49,6 +49,10 @@ const char* profiling_title(const char* what) {
 
 constexpr const char* kUidKey = "coral/unique_id";
 
+// Coral groups open on this thread for coalesced blocks of CUDA calls, over every group: a Coral
+// group is the thread's, so one block's must not take another group's calls.
+thread_local int t_cuda_blocks = 0;
+
 std::vector<uint8_t> to_bytes(const coralUniqueId& id) {
   return std::vector<uint8_t>(id.internal, id.internal + sizeof id.internal);
 }
@@ -142,7 +146,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   std::vector<c10::Device> devices;
   if (sample.defined() && sample.is_cuda()) devices.push_back(sample.device());
   // Another thread's block (a watchdog aborting inside torch's manager) is not this call's.
-  const bool coalesced = coalescing_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  Coalescing* block = open_blocks_.load(std::memory_order_relaxed) > 0 ? my_block() : nullptr;
   const c10::optional<Tensors> inputs = !profiled.empty()  ? c10::optional<Tensors>(profiled)
                                         : sample.defined() ? c10::optional<Tensors>(Tensors{sample})
                                                            : c10::nullopt;
@@ -163,19 +167,33 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     // Works on device tensors complete when queued; a stream-ordered call that failed is
     // reported by Coral at the group's next call, which fails (issue() below).
     void* stream = c10::cuda::getCurrentCUDAStream(sample.device().index()).stream();
-    if (coalesced && !coalescing_.group_open) {
-      TORCH_CHECK(!coalescing_.host, "coral: ", what, ": a coalesced block of CPU operations cannot take CUDA tensors");
+    // One Coral group per thread: a block's group must not take another group's calls.
+    if (block && !block->group_open) {
+      TORCH_CHECK(!block->host, "coral: ", what, ": a coalesced block of CPU operations cannot take CUDA tensors");
+      TORCH_CHECK(t_cuda_blocks == 0, "coral: ", what,
+                  ": coalesced blocks of CUDA calls on two groups at once (nested) are not supported");
       const coralResult_t r = coralGroupStart();
       if (r != coralSuccess) fail(what, r);
-      coalescing_.group_open = true;
+      block->group_open = true;
+      ++t_cuda_blocks;
+    } else if (!block) {
+      TORCH_CHECK(t_cuda_blocks == 0, "coral: ", what,
+                  ": a CUDA call on this group inside another group's coalesced block is not supported");
     }
     const coralResult_t r = issue(stream, nullptr);
     if (r != coralSuccess) fail(what, r);
     auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);
     op->claim();
-    if (coalesced) {  // queued at the group's end: the copies back wait for it
-      coalescing_.deferred.push_back(op);
-      coalescing_.works.push_back(work);
+    if (block) {  // queued at the group's end: the copies back wait for it, on this stream
+      op->deferred = true;
+      block->deferred.push_back(
+          [op, current = c10::cuda::getCurrentCUDAStream(sample.device().index())](coralResult_t r) {
+            c10::cuda::CUDAStreamGuard on(current);
+            if (r != coralSuccess) op->result = r;
+            op->deferred = false;
+            op->settle();
+          });
+      block->works.push_back(work);
       return work;
     }
     op->settle();  // the copies back are queued on the stream too
@@ -185,16 +203,16 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
                 sample.device());
 #endif
   }
-  if (coalesced) {
-    TORCH_CHECK(!coalescing_.group_open, "coral: ", what,
+  if (block) {
+    TORCH_CHECK(!block->group_open, "coral: ", what,
                 ": a coalesced block of CUDA operations cannot take CPU tensors or barriers");
-    coalescing_.host = true;
+    block->host = true;
   }
   const coralResult_t r = issue(nullptr, &op->request);
   if (r != coralSuccess) fail(what, r);
   auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);
   // Host operations need no group: Coral's non-blocking calls already progress together.
-  if (coalesced) coalescing_.works.push_back(work);
+  if (block) block->works.push_back(work);
   std::lock_guard<std::mutex> lock(live_mu_);
   // Requests complete in order: the claimed ones at the front are done with.
   while (!live_.empty()) {
@@ -206,12 +224,38 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   return work;
 }
 
+ProcessGroupCoral::Coalescing* ProcessGroupCoral::my_block() {
+  std::lock_guard<std::mutex> lock(blocks_mu_);
+  auto it = blocks_.find(std::this_thread::get_id());
+  return it == blocks_.end() ? nullptr : &it->second;  // nodes stay put while others come and go
+}
+
+std::optional<ProcessGroupCoral::Coalescing> ProcessGroupCoral::take_block() {
+  std::lock_guard<std::mutex> lock(blocks_mu_);
+  auto it = blocks_.find(std::this_thread::get_id());
+  if (it == blocks_.end()) return std::nullopt;
+  Coalescing block = std::move(it->second);
+  blocks_.erase(it);
+  open_blocks_.fetch_sub(1);
+  return block;
+}
+
+coralResult_t ProcessGroupCoral::close_block(Coalescing& block) {
+  if (!block.group_open) return coralSuccess;
+  const coralResult_t r = coralGroupEnd();
+  --t_cuda_blocks;
+  for (auto& settle : block.deferred) settle(r);
+  return r;
+}
+
 #if TORCH_VERSION_MAJOR >= 2
 void ProcessGroupCoral::startCoalescing() {
-  std::thread::id none;
-  TORCH_CHECK(coalescing_owner_.compare_exchange_strong(none, std::this_thread::get_id()),
-              "coral: startCoalescing on rank ", getRank(), ": a coalesced block is already open");
-  coalescing_ = Coalescing{};
+  // torch skips endCoalescing when the block's body raised: a block this thread left open ends
+  // here, its deferred calls queued as they were.
+  if (auto stale = take_block()) close_block(*stale);
+  std::lock_guard<std::mutex> lock(blocks_mu_);
+  blocks_.emplace(std::this_thread::get_id(), Coalescing{});
+  open_blocks_.fetch_add(1);
 }
 
 #ifdef CORAL_TORCH_BACKEND_ABORT
@@ -238,21 +282,11 @@ c10::intrusive_ptr<::c10d::Backend> ProcessGroupCoral::shrink(const std::vector<
 #endif
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::endCoalescing() {
-  TORCH_CHECK(coalescing_owner_.load() == std::this_thread::get_id(), "coral: endCoalescing on rank ", getRank(),
-              " without startCoalescing on this thread");
-  Coalescing block = std::move(coalescing_);
-  coalescing_ = Coalescing{};
-  coalescing_owner_.store(std::thread::id());
-  coralResult_t r = coralSuccess;
-  if (block.group_open) {
-    r = coralGroupEnd();
-    for (auto& op : block.deferred) {
-      if (r != coralSuccess) op->result = r;
-      op->settle();
-    }
-  }
+  std::optional<Coalescing> block = take_block();
+  TORCH_CHECK(block, "coral: endCoalescing on rank ", getRank(), " without startCoalescing on this thread");
+  const coralResult_t r = close_block(*block);
   if (r != coralSuccess) fail("coalesced block", r);
-  return c10::make_intrusive<WorkCoalesced>(getRank(), std::move(block.works));
+  return c10::make_intrusive<WorkCoalesced>(getRank(), std::move(block->works));
 }
 #endif
 

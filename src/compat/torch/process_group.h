@@ -14,8 +14,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -123,17 +126,23 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   // Requests not yet claimed, oldest first: the teardown settles them before the communicator goes.
   std::mutex live_mu_;
   std::deque<std::weak_ptr<OpState>> live_;
-  // Between startCoalescing and endCoalescing, on the thread that started the block (as torch's
-  // context manager runs): the works issued, and the CUDA operations deferred to the Coral group,
-  // settled once it is queued. Only the owner thread touches them.
+  // A coalesced block, from startCoalescing to endCoalescing on the thread that opened it (torch's
+  // context manager runs on one thread; a watchdog's abort opens a block of its own). Only that
+  // thread touches it.
   struct Coalescing {
-    bool group_open = false;  // a CUDA operation opened the group
+    bool group_open = false;  // a CUDA operation opened the Coral group
     bool host = false;        // a host operation joined
     std::vector<c10::intrusive_ptr<::c10d::Work>> works;
-    std::vector<std::shared_ptr<OpState>> deferred;
+    // The CUDA operations deferred to the group, each settled on the stream it was issued on
+    // (with the group's result).
+    std::vector<std::function<void(coralResult_t)>> deferred;
   };
-  std::atomic<std::thread::id> coalescing_owner_{};
-  Coalescing coalescing_;
+  Coalescing* my_block();                  // this thread's open block, or null
+  std::optional<Coalescing> take_block();  // removes this thread's block
+  coralResult_t close_block(Coalescing& block);
+  std::mutex blocks_mu_;
+  std::unordered_map<std::thread::id, Coalescing> blocks_;
+  std::atomic<int> open_blocks_{0};  // keeps calls outside any block off blocks_mu_
 };
 
 }  // namespace coral::torch_backend

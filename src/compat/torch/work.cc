@@ -131,6 +131,7 @@ bool WorkCoral::isCompleted() {
 }
 
 bool WorkCoral::wait(std::chrono::milliseconds timeout) {
+  if (op_->deferred) return true;
   // A bounded wait cannot block in coralWait: the completion thread settles and we wait on it.
   if (timeout.count() == 0) {  // torch's kNoTimeout
     if (op_->claim()) op_->settle();
@@ -170,11 +171,21 @@ bool WorkCoalesced::isCompleted() {
 }
 
 bool WorkCoalesced::wait(std::chrono::milliseconds timeout) {
-  try {
-    for (auto& w : works_) w->wait(timeout);
-  } catch (...) {
-    done(std::current_exception());
-    throw;
+  using std::chrono::milliseconds;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto& w : works_) {
+    // One timeout for the block, not one per member; 0 is torch's "no timeout".
+    milliseconds left = timeout;
+    if (timeout.count() != 0)
+      left = std::max(milliseconds(1),
+                      std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()));
+    try {
+      w->wait(left);
+    } catch (...) {
+      // A member that failed fails the block; one still running (the wait timed out) does not.
+      if (w->isCompleted()) done(std::current_exception());
+      throw;
+    }
   }
   done(nullptr);
   return true;

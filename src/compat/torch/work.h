@@ -8,6 +8,7 @@
 #include <torch/version.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -38,6 +39,9 @@ struct OpState {
   Tensors outputs;            // the future's value
   WorkCoral* work = nullptr;  // cleared by ~WorkCoral, under mu
   bool claimed = false;
+  // A CUDA call inside a coalesced block, waiting for the block's end to be queued (its waits
+  // return at once meanwhile, as NCCL's calls inside a group do).
+  std::atomic<bool> deferred{false};
 
   bool claim();
   bool is_claimed() {
