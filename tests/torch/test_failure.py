@@ -240,14 +240,12 @@ def main():
     failures = []
     # Rank 0 also hosts torch's TCPStore: its death must be reported like any other's.
     scenarios = [("kill", 1), ("kill", 0), ("absent", 2), ("absent-init", 2)]
-    # Rank 1: rank 0 hosts torch's store, which the shrunk group meets through.
+    # Shrink: rank 1, as rank 0 hosts torch's store, which the shrunk group meets through. Abort:
+    # torch 2.6's _abort_process_group reaches ProcessGroupNCCL only; that of 2.14, the release
+    # with shrink_group, any backend.
     import torch.distributed as dist
-    if "shrink_group" in dir(dist):
-        scenarios.append(("shrink", 1))
-    # torch 2.6's _abort_process_group only reaches ProcessGroupNCCL; 2.14's (the same release as
-    # shrink_group) any backend.
-    if "shrink_group" in dir(dist) and hasattr(dist.distributed_c10d, "_abort_process_group"):
-        scenarios.append(("abort", 2))
+    if hasattr(dist, "shrink_group"):
+        scenarios += [("shrink", 1), ("abort", 2)]
     for scenario, victim in scenarios:
         print(f"{scenario} rank {victim} of {WORLD}:")
         t0 = time.monotonic()
