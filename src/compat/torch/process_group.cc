@@ -126,6 +126,9 @@ ProcessGroupCoral::~ProcessGroupCoral() {
   for (auto& w : live)
     if (auto op = w.lock(); op && op->claim()) op->settle();
   completer_->drain();
+  // Callers still inside coralWait (claimed above by them) must leave it before the communicator
+  // goes; after an abort their waits end at once.
+  while (in_coral_->load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   coralResult_t async = coralSuccess;
   coralCommGetAsyncError(comm_, &async);
   // A failed communicator cannot finish a clean teardown with its peers: abort it instead.
@@ -152,6 +155,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
                                                            : c10::nullopt;
   auto op = std::make_shared<OpState>();
   op->comm = comm_;
+  op->in_coral = in_coral_;
   op->what = what;
   op->rank = getRank();
   op->size = getSize();

@@ -18,7 +18,9 @@ bool OpState::claim() {
 
 void OpState::settle() {
   std::exception_ptr error;
-  if (request) {
+  const bool waited = request != nullptr;
+  if (waited) {
+    if (in_coral) ++*in_coral;
     result = coralWait(request);
     request = nullptr;
   }
@@ -28,6 +30,7 @@ void OpState::settle() {
         "coral: " + std::string(what) + " on rank " + std::to_string(rank) + " of " + std::to_string(size) +
         (result == coralTimeout ? " failed: Timed out waiting for the operation: " : " failed: ") +
         coral_error(comm, result)));
+  if (waited && in_coral) --*in_coral;  // done with the communicator
   if (!error && finish) {
     try {
       finish();

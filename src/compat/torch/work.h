@@ -42,6 +42,9 @@ struct OpState {
   // A CUDA call inside a coalesced block, waiting for the block's end to be queued (its waits
   // return at once meanwhile, as NCCL's calls inside a group do).
   std::atomic<bool> deferred{false};
+  // The group's count of settles still inside Coral calls on its communicator: the group's
+  // teardown waits for them (a watchdog's abort drops the group while a caller still waits).
+  std::shared_ptr<std::atomic<int>> in_coral;
 
   bool claim();
   bool is_claimed() {
