@@ -7,6 +7,8 @@
 #      posing as two hosts (staged through pinned memory)
 #   5. coral-bench on device buffers: 256 MiB all-reduce busbw, 8-byte one-shot latency, a sweep
 #   6. the torch backend "coral" on the machine's torch 2.x: CUDA tensors, Backend API, DDP
+#   7. torch's own NCCL backend over the drop-in libnccl.so.2: 2 ranks on the GPU, DDP
+#   8. NVIDIA's nccl-tests (-c 1) over the drop-in: 1, 2 and 4 ranks on the one GPU
 # Writes $OUT/gpu-summary.txt (OUT defaults to ./gpu-out) plus one log per step; exit 0 only if
 # every step passed. Budget: about 8 minutes; GPU_QUICK=1 (fewer cases, shorter limits): about 5
 # at worst. Without a GPU it builds, then reports SKIP.
@@ -121,33 +123,44 @@ else
   note "[SKIP] torch_cuda: the build found no torch for $(command -v python3)"
 fi
 
-# NVIDIA's nccl-tests against the drop-in libnccl.so.2, results checked (-c 1): one rank, then
-# two ranks on the one GPU when an MPI is there (real NCCL refuses that). The source travels in
-# the git-ignored .nccl-tests/ (fetched from NVIDIA/nccl-tests).
-if [ -d .nccl-tests/src ] && ninja -C "$build" src/compat/nccl/libnccl.so.2 >"$out/nccl_shim_build.txt" 2>&1; then
+# PyTorch's own NCCL backend over the drop-in, preloaded: several ranks on the one GPU (real NCCL
+# refuses that), its collectives and DDP steps equal to one process.
+shim=$PWD/$build/src/compat/nccl/libnccl.so.2
+if ninja -C "$build" src/compat/nccl/libnccl.so.2 >"$out/nccl_shim_build.txt" 2>&1; then
+  step torch_nccl $(lim 150 75) "$crun" -n 2 env LD_PRELOAD="$shim" python3 tests/gpu/torch_nccl_ddp.py
+  grep -h "failure\|FAIL\|undefined symbol\|Error" "$out/torch_nccl.txt" | head -20 | tee -a "$summary"
+else
+  note "[FAIL] the drop-in libnccl.so.2 did not build (see nccl_shim_build.txt)"
+  status=1
+fi
+
+# NVIDIA's nccl-tests against the drop-in libnccl.so.2, results checked (-c 1), built with MPI=1
+# over MPI-lite (tests/gpu/mpi_lite: the machine has no MPI) and launched by coral-run: one rank,
+# then several on the one GPU (NCCL_TESTS_DEVICE=0). The source travels in the git-ignored
+# .nccl-tests/ (fetched from NVIDIA/nccl-tests).
+if [ -d .nccl-tests/src ] && [ -f "$shim" ] && ninja -C "$build" tests/gpu/libmpi.so >>"$out/nccl_shim_build.txt" 2>&1; then
   home=$(mktemp -d)
   mkdir -p "$home/include" "$home/lib"
-  cp "$(nccl_include)/nccl.h" "$home/include/"
-  ln -s "$PWD/$build/src/compat/nccl/libnccl.so.2" "$home/lib/libnccl.so"
-  ln -s "$PWD/$build/src/compat/nccl/libnccl.so.2" "$home/lib/libnccl.so.2"
+  cp "$(nccl_include)/nccl.h" tests/gpu/mpi_lite/mpi.h "$home/include/"
+  for l in libnccl.so libnccl.so.2; do ln -s "$shim" "$home/lib/$l"; done
+  ln -s "$PWD/$build/tests/gpu/libmpi.so" "$home/lib/libmpi.so"
   nt=$PWD/$build/nccl-tests
-  step nccl_tests_build 240 make -C .nccl-tests/src -j16 BUILDDIR="$nt" NCCL_HOME="$home" \
-    CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")" NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90"
-  for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
-    [ -x "$nt/${t}_perf" ] || continue
-    step "nccl_$t" $(lim 60 30) env LD_LIBRARY_PATH="$home/lib:$LD_LIBRARY_PATH" "$nt/${t}_perf" -b 8 -e 64M -f 8 -c 1 -g 1
-    grep -h "Out of bounds values\|wrong\|# Avg bus" "$out/nccl_$t.txt" | sed "s/^/nccl_$t: /" | tee -a "$summary"
-  done
-  if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
-    step nccl_tests_build_mpi 240 make -C .nccl-tests/src -j16 MPI=1 MPI_HOME="$(dirname "$(dirname "$(command -v mpicc)")")" \
-      NAME_SUFFIX=_mpi BUILDDIR="$nt" NCCL_HOME="$home" CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")" \
-      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90"
-    [ -x "$nt/all_reduce_perf_mpi" ] && step nccl_all_reduce_2ranks $(lim 90 45) mpirun --allow-run-as-root \
-      --oversubscribe -np 2 -x NCCL_TESTS_DEVICE=0 -x LD_LIBRARY_PATH="$home/lib:$LD_LIBRARY_PATH" \
-      "$nt/all_reduce_perf_mpi" -b 8 -e 64M -f 8 -c 1 -g 1
-  fi
+  # LD_LIBRARY_PATH: the linker finds libcoral.so.0, which the shim and MPI-lite need, there.
+  step nccl_tests_build 240 env LD_LIBRARY_PATH="$PWD/$build:${LD_LIBRARY_PATH:-}" make -C .nccl-tests/src -j16 \
+    MPI=1 MPI_HOME="$home" BUILDDIR="$nt" NCCL_HOME="$home" CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")" \
+    NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90"
+  nccl_test() {  # nccl_test RANKS NAME: one nccl-tests binary on RANKS ranks of GPU 0
+    local n=$1 t=$2
+    [ -x "$nt/${t}_perf" ] || { note "[FAIL] nccl_${t}_${n}r: not built"; status=1; return; }
+    step "nccl_${t}_${n}r" $(lim 60 30) env NCCL_TESTS_DEVICE=0 LD_LIBRARY_PATH="$home/lib:$PWD/$build:${LD_LIBRARY_PATH:-}" \
+      "$crun" -n "$n" "$nt/${t}_perf" -b 8 -e $(lim 64M 8M) -f 8 -c 1 -g 1
+    grep -h "Out of bounds values\|# Avg bus\|failure" "$out/nccl_${t}_${n}r.txt" | sed "s/^/nccl_${t}_${n}r: /" | tee -a "$summary"
+  }
+  for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do nccl_test 1 $t; done
+  for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do nccl_test 2 $t; done
+  [ "$quick" = 1 ] || nccl_test 4 all_reduce
 else
-  note "[SKIP] nccl-tests: no .nccl-tests/ source or the drop-in did not build (see nccl_shim_build.txt)"
+  note "[SKIP] nccl-tests: no .nccl-tests/ source (fetch NVIDIA/nccl-tests into it) or MPI-lite did not build"
 fi
 
 note "total $(( $(date +%s) - start ))s, $([ $status -eq 0 ] && echo 'all passed' || echo 'FAILURES above')"
