@@ -157,6 +157,57 @@ static int async_error(int rank, int nranks, ncclUniqueId id) {
   return failures;
 }
 
+/* Revoke as NCCL's fault-tolerance pattern uses it: ranks 0 and 1 have an all-reduce in flight
+ * that rank 2 never joins; rank 0 revokes, which ends its own and rank 1's operation (NCCL:
+ * "stops all in-flight operations") instead of leaving them to the timeout. Every rank revokes,
+ * then the revoked communicator is split (all ranks, one colour) and shrunk, and both work. */
+static int revoke_then_split(int rank, int nranks, ncclUniqueId id) {
+  int failures = 0;
+  ncclComm_t comm, sub = NULL, small = NULL;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
+  void *buf = NULL, *stream = NULL;
+  EXPECT(ncclMemAlloc(&buf, 4096) == ncclSuccess, "ncclMemAlloc");
+  EXPECT(coralStreamCreate(&stream) == coralSuccess, "coralStreamCreate");
+  /* One all-reduce of all three first: the links between GPUs are made at the first call. */
+  EXPECT(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, stream) == ncclSuccess, "all-reduce");
+  EXPECT(coralStreamSynchronize(stream) == coralSuccess, "coralStreamSynchronize");
+  double t0 = now();
+  if (rank < 2) {
+    ncclResult_t r = ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, stream);
+    EXPECT(r == ncclSuccess, "queueing the all-reduce: %s", ncclGetErrorString(r));
+  }
+  usleep(300 * 1000); /* the all-reduce is under way and stuck on rank 2 */
+  if (rank == 0) EXPECT(ncclCommRevoke(comm, 0) == ncclSuccess, "ncclCommRevoke");
+  if (rank < 2) {
+    coralStreamSynchronize(stream); /* fails or not: it must return, long before the timeout */
+    EXPECT(now() - t0 < 3, "the in-flight all-reduce took %.1f s to end after the revoke", now() - t0);
+  }
+  if (rank != 0) EXPECT(ncclCommRevoke(comm, 0) == ncclSuccess, "ncclCommRevoke");
+  EXPECT(ncclCommRevoke(comm, 0) == ncclSuccess, "ncclCommRevoke twice");
+  ncclResult_t state = ncclInProgress;
+  for (double t1 = now(); state == ncclInProgress && now() - t1 < 10; usleep(1000)) ncclCommGetAsyncError(comm, &state);
+  EXPECT(state == ncclSuccess, "a revoked communicator's state is %s, not ncclSuccess once quiet",
+         ncclGetErrorString(state));
+  ncclResult_t r = ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm, stream);
+  EXPECT(r == ncclInvalidUsage, "an all-reduce on a revoked communicator gave %s", ncclGetErrorString(r));
+  EXPECT(ncclCommFinalize(comm) == ncclInvalidUsage, "ncclCommFinalize after revoke is invalid");
+  r = ncclCommSplit(comm, 0, rank, &sub, NULL);
+  EXPECT(r == ncclSuccess, "ncclCommSplit after revoke: %s (%s)", ncclGetErrorString(r), ncclGetLastError(comm));
+  if (sub) failures += sum_check(sub, nranks, "split after revoke");
+  if (rank != 1) { /* the excluded rank takes no part, as a dead one would not */
+    int drop = 1;
+    r = ncclCommShrink(comm, &drop, 1, &small, NULL, NCCL_SHRINK_DEFAULT);
+    EXPECT(r == ncclSuccess, "ncclCommShrink after revoke: %s (%s)", ncclGetErrorString(r), ncclGetLastError(comm));
+    if (small) failures += sum_check(small, nranks - 1, "shrink after revoke");
+  }
+  if (small) ncclCommDestroy(small);
+  if (sub) ncclCommDestroy(sub);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess, "ncclCommDestroy after revoke");
+  coralStreamDestroy(stream);
+  ncclMemFree(buf);
+  return failures;
+}
+
 /* Both ranks send before they receive, outside a group, more than the links buffer. Coral's
  * progress thread takes the receives queued behind a waiting send, so this completes (NCCL
  * hangs). A caller that waits on the host for each call cannot queue them: there it fails
@@ -353,6 +404,7 @@ int suite_faults(void) {
   failures += run_ranks("split", 4, split, -1);
   failures += run_ranks("bad arguments", 2, bad_arguments, -1);
   failures += run_ranks("abort", 3, abort_peer, -1);
+  failures += run_ranks("revoke, split, shrink", 3, revoke_then_split, -1);
   failures += run_ranks("shrink after kill -9", 4, shrink, 3);
   failures += run_ranks("async error (stand-in GPU)", 2, async_error, 1);
   failures += run_ranks("send before receive, both ranks", 2, send_first, -1);

@@ -173,8 +173,24 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   if (ncclResult_t r = config_from(config, &cc, &blocking, "ncclCommSplit"); r != ncclSuccess) return r;
   coralComm_t c = nullptr;
   const OnDevice on_device(comm);
-  const coralResult_t r = coralCommSplit(comm->coral, color, key, &c);
-  if (r != coralSuccess) return from(r, comm->coral);
+  coralResult_t r;
+  if (comm->revoked) {
+    // Coral splits over the parent's own links, which the revoke closed: the ranks first meet
+    // again in a shrink that drops no one (it works on a failed communicator), then split that.
+    coralComm_t all = nullptr;
+    r = coralCommShrink(comm->coral, nullptr, 0, &all);
+    if (r != coralSuccess) return from(r, comm->coral);
+    r = coralCommSplit(all, color, key, &c);
+    if (r != coralSuccess) {
+      const ncclResult_t e = from(r, all);
+      coralCommAbort(all);
+      return e;
+    }
+    coralCommDestroy(all);
+  } else {
+    r = coralCommSplit(comm->coral, color, key, &c);
+    if (r != coralSuccess) return from(r, comm->coral);
+  }
   if (c) {
     *newcomm = make(c, blocking, comm->device);  // as NCCL: the parent's GPU
     learn(*newcomm);
@@ -192,9 +208,13 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclCom
   coralConfig_t cc = CORAL_CONFIG_INITIALIZER;
   bool blocking = comm->blocking;
   if (ncclResult_t r = config_from(config, &cc, &blocking, "ncclCommShrink"); r != ncclSuccess) return r;
-  // Coral's shrink works on a failed parent whatever was in flight, so both flags mean the same.
   coralComm_t c = nullptr;
   const OnDevice on_device(comm);
+  // NCCL_SHRINK_ABORT ends the parent's operations in flight first: a revoke. Coral's shrink
+  // itself works on a failed parent, so it needs nothing else.
+  if (flags == NCCL_SHRINK_ABORT && !comm->revoked) {
+    if (ncclResult_t e = ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); e != ncclSuccess) return e;
+  }
   const coralResult_t r = coralCommShrink(comm->coral, exclude, nexclude, &c);
   if (r != coralSuccess) return from(r, comm->coral);
   *newcomm = make(c, blocking, comm->device);
@@ -225,12 +245,22 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
   if (!comm) return fail(ncclInvalidArgument, "ncclCommRevoke: comm is NULL");
   if (flags != NCCL_REVOKE_DEFAULT) return fail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags must be 0");
+  if (comm->revoked) return ncclSuccess;
+  // Ends this rank's operations in flight, and the peers' that wait on it, with an error naming
+  // this rank, instead of leaving them to the timeout.
+  const coralResult_t r = coralCommRevoke(comm->coral);
+  if (r != coralSuccess) return from(r, comm->coral);
   comm->revoked = true;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
   if (!comm || !error) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm or asyncError is NULL");
+  if (comm->revoked) {
+    // As NCCL once a revoke has stopped everything: quiet, ready for destroy, split or shrink.
+    *error = ncclSuccess;
+    return ncclSuccess;
+  }
   coralResult_t state = coralSuccess;
   const coralResult_t r = coralCommGetAsyncError(comm->coral, &state);
   if (r != coralSuccess) return from(r, comm->coral);
