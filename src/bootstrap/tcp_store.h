@@ -51,9 +51,14 @@ class TcpStore : public Store {
 
  private:
   Bytes request(wire::Msg type, const std::string& key, const Bytes& value, std::chrono::milliseconds timeout);
+  // Under mu_: connects and presents the secret; sends one frame and reads its reply.
+  void connect(net::Clock::time_point deadline);
+  Bytes exchange(wire::Msg type, const std::string& key, const Bytes& value, net::Clock::time_point deadline);
   std::mutex mu_;
   int fd_ = -1;
   std::string server_;
+  net::SockAddr addr_;
+  wire::Secret secret_;
 };
 
 }  // namespace coral::bootstrap

@@ -8,15 +8,17 @@
 namespace coral::bootstrap {
 
 TcpStore::TcpStore(const net::SockAddr& server, const wire::Secret& secret, std::chrono::milliseconds timeout)
-    : server_(server.str()) {
-  auto deadline = net::Clock::now() + timeout;
-  fd_ = net::connect_retry(server, deadline);
+    : server_(server.str()), addr_(server), secret_(secret) {
+  connect(net::Clock::now() + timeout);
+}
+
+void TcpStore::connect(net::Clock::time_point deadline) {
+  fd_ = net::connect_retry(addr_, deadline);
   try {
-    Bytes s(secret.begin(), secret.end());
-    Bytes reply = request(wire::Msg::Hello, "", s, timeout);
-    (void)reply;
+    exchange(wire::Msg::Hello, "", Bytes(secret_.begin(), secret_.end()), deadline);
   } catch (...) {
     close(fd_);
+    fd_ = -1;
     throw;
   }
 }
@@ -29,8 +31,27 @@ Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& val
   if (key.size() > wire::kMaxKey || value.size() > wire::kMaxValue)
     fail(coralInvalidArgument, "store: key or value too large");
   std::lock_guard<std::mutex> lock(mu_);
-  if (fd_ < 0) fail(coralRemoteError, "store " + server_ + ": connection unusable after an earlier failure");
   auto deadline = net::Clock::now() + timeout;
+  // A wait that timed out closed the connection (its reply could still come); the store itself
+  // is most likely alive, and a shrink after a peer's death needs it: connect afresh.
+  if (fd_ < 0) {
+    try {
+      connect(deadline);
+    } catch (const Error& e) {
+      fail(coralRemoteError, "store " + server_ + ": connecting again after an earlier failure: " + e.what());
+    }
+  }
+  try {
+    return exchange(type, key, value, deadline);
+  } catch (const Error& e) {
+    close(fd_);  // a reply may still be in flight: the stream is out of step now
+    fd_ = -1;
+    if (e.code() == coralTimeout) fail(coralTimeout, "store " + server_ + ": timed out waiting for '" + key + "'");
+    throw;
+  }
+}
+
+Bytes TcpStore::exchange(wire::Msg type, const std::string& key, const Bytes& value, net::Clock::time_point deadline) {
   wire::Header h{wire::kMagic,
                  static_cast<uint8_t>(type),
                  {},
@@ -41,25 +62,18 @@ Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& val
   std::memcpy(frame.data() + sizeof h, key.data(), key.size());
   if (!value.empty()) std::memcpy(frame.data() + sizeof h + key.size(), value.data(), value.size());
   std::string what = "store " + server_ + ": ";
-  try {
-    if (!net::send_all(fd_, frame.data(), frame.size(), deadline)) fail(coralRemoteError, what + "connection closed");
-    wire::Header r;
-    if (!net::recv_all(fd_, &r, sizeof r, deadline))
-      fail(coralRemoteError, what + "connection closed by the store (wrong job secret, or it exited)");
-    std::string why = wire::check_header(r, true);
-    if (!why.empty()) fail(coralRemoteError, what + "malformed reply: " + why);
-    if (static_cast<wire::Msg>(r.type) == wire::Msg::Denied)
-      fail(coralInvalidUsage, what + "refused this process (wrong job secret)");
-    Bytes out(r.value_len);
-    if (r.key_len != 0 || !net::recv_all(fd_, out.data(), out.size(), deadline))
-      fail(coralRemoteError, what + "truncated reply");
-    return out;
-  } catch (const Error& e) {
-    close(fd_);  // a reply may still be in flight: the stream is out of step now
-    fd_ = -1;
-    if (e.code() == coralTimeout) fail(coralTimeout, what + "timed out waiting for '" + key + "'");
-    throw;
-  }
+  if (!net::send_all(fd_, frame.data(), frame.size(), deadline)) fail(coralRemoteError, what + "connection closed");
+  wire::Header r;
+  if (!net::recv_all(fd_, &r, sizeof r, deadline))
+    fail(coralRemoteError, what + "connection closed by the store (wrong job secret, or it exited)");
+  std::string why = wire::check_header(r, true);
+  if (!why.empty()) fail(coralRemoteError, what + "malformed reply: " + why);
+  if (static_cast<wire::Msg>(r.type) == wire::Msg::Denied)
+    fail(coralInvalidUsage, what + "refused this process (wrong job secret)");
+  Bytes out(r.value_len);
+  if (r.key_len != 0 || !net::recv_all(fd_, out.data(), out.size(), deadline))
+    fail(coralRemoteError, what + "truncated reply");
+  return out;
 }
 
 void TcpStore::set(const std::string& key, const Bytes& value) {

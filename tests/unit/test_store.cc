@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -70,6 +71,36 @@ TEST_CASE("TCP store: two clients see each other's keys") {
   auto addr = net::resolve("127.0.0.1", server.port());
   bootstrap::TcpStore a(addr, secret, 5s), b(addr, secret, 5s);
   exercise(a, b);
+}
+
+TEST_CASE("TCP store: a client whose wait timed out connects again and goes on") {
+  bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
+  bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, 0ms);
+  auto addr = net::resolve("127.0.0.1", server.port());
+  bootstrap::TcpStore a(addr, secret, 5s), b(addr, secret, 5s);
+  CHECK_THROWS_AS(a.get("late", 50ms), Error);
+  // The key the timed-out wait asked for arrives afterwards; the old reply must not be read as
+  // the answer to a later request.
+  b.set("late", bootstrap::to_bytes("L"));
+  b.set("k", bootstrap::to_bytes("v"));
+  CHECK(bootstrap::to_string(a.get("k", 2s)) == "v");
+  CHECK(bootstrap::to_string(a.get("late", 2s)) == "L");
+  CHECK(a.add("n", 3) == 3);
+}
+
+TEST_CASE("TCP store: after the server is gone, a request says so") {
+  bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
+  auto server = std::make_unique<bootstrap::TcpStoreServer>(net::resolve("127.0.0.1", 0), secret, false, 0ms);
+  auto addr = net::resolve("127.0.0.1", server->port());
+  bootstrap::TcpStore a(addr, secret, 5s);
+  CHECK_THROWS_AS(a.get("never", 50ms), Error);
+  server.reset();
+  try {
+    a.get("k", 300ms);
+    FAIL("a request to a store that is gone succeeded");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("connecting again"));
+  }
 }
 
 TEST_CASE("TCP store refuses random bytes and wrong secrets; the job still works") {
