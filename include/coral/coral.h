@@ -135,7 +135,9 @@ CORAL_API coralResult_t coralCommShrink(coralComm_t comm, const int* excludeRank
 CORAL_API coralResult_t coralCommGetFailedRanks(coralComm_t comm, int* ranks, int* count);
 /* Waits for this rank's outstanding operations, then frees the communicator. */
 CORAL_API coralResult_t coralCommDestroy(coralComm_t comm);
-/* Marks the communicator failed (peers' pending calls return coralRemoteError) and frees it. */
+/* Marks the communicator failed (peers' pending calls return coralRemoteError) and frees it.
+ * One still being created (blocking = 0) is given up at once: its creation ends in the
+ * background, and then frees it. */
 CORAL_API coralResult_t coralCommAbort(coralComm_t comm);
 /* Marks the communicator failed without freeing it: this rank's pending and later operations on
  * it and its peers' pending ones end with coralRemoteError naming this rank. Safe while other
@@ -194,6 +196,10 @@ CORAL_API coralResult_t coralReduceScatterv(const void* sendbuff, void* recvbuff
  * first member's failure (coralGetLastError names it). */
 CORAL_API coralResult_t coralGroupStart(void);
 CORAL_API coralResult_t coralGroupEnd(void);
+/* Ends the thread's innermost group level as coralGroupEnd does, except that at the outermost
+ * the calls deferred so far are dropped instead of run (nothing of them has started): for a
+ * tool that opened a group only to price it, as NCCL's ncclGroupSimulateEnd. */
+CORAL_API coralResult_t coralGroupDiscard(void);
 
 /* PreMulSum (as NCCL's): every input is multiplied by *scalar before the sum. */
 typedef enum {

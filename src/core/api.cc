@@ -88,7 +88,17 @@ coralResult_t coralCommDestroy(coralComm_t comm) {
 coralResult_t coralCommAbort(coralComm_t comm) {
   return guard(nullptr, "coralCommAbort", [&] {
     if (!comm) fail(coralInvalidArgument, "comm is NULL");
-    if (comm->init.joinable()) comm->init.join();  // a creation still under way ends first
+    {
+      // A creation still under way may wait on a peer for the whole timeout: abort returns now,
+      // and the creating thread frees the handle when it ends.
+      std::lock_guard<std::mutex> lock(comm->init_mu);
+      if (!comm->ready.load(std::memory_order_acquire)) {
+        comm->abandoned = true;
+        comm->init.detach();
+        return;
+      }
+    }
+    if (comm->init.joinable()) comm->init.join();
     if (comm->impl) comm->impl->abort("rank " + std::to_string(comm->impl->rank()) + " called coralCommAbort");
     delete comm;
   });

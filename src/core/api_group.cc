@@ -151,6 +151,14 @@ coralResult_t coralGroupEnd(void) {
   });
 }
 
+coralResult_t coralGroupDiscard(void) {
+  return guard(nullptr, "coralGroupDiscard", [] {
+    if (t_group.depth == 0) fail(coralInvalidUsage, "coralGroupDiscard without a matching coralGroupStart");
+    if (--t_group.depth > 0) return;
+    t_group = GroupState{};
+  });
+}
+
 coralResult_t coralISend(const void* s, size_t n, coralDataType_t t, int peer, coralComm_t comm, coralRequest_t* q) {
   return launch_nb(
       "coralISend", comm,

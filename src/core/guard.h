@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <thread>
@@ -25,6 +26,10 @@ struct coralComm {
   std::string init_error;
   // Made with coralConfig_t::blocking = 0: so are the communicators split or shrunk from it.
   bool nonblocking = false;
+  // coralCommAbort before the creation was done: the creating thread frees the handle when it
+  // ends. Both under init_mu, with the store of ready.
+  std::mutex init_mu;
+  bool abandoned = false;
   ~coralComm() {
     if (init.joinable()) init.join();
   }

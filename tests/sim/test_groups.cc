@@ -117,6 +117,24 @@ TEST_CASE("nested groups run at the outermost end") {
         }) == "");
 }
 
+TEST_CASE("a discarded group runs none of its calls and closes only its own level") {
+  CHECK(on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+          std::vector<float> in(64, float(rank + 1)), out(64, -1.0f);
+          CALL(coralGroupStart());
+          CALL(coralGroupStart());
+          CALL(coralAllReduce(in.data(), out.data(), in.size(), coralFloat32, coralSum, comm, nullptr));
+          CALL(coralGroupDiscard());  // the inner level: the group stays open
+          CALL(coralAllReduce(in.data(), out.data(), in.size(), coralFloat32, coralSum, comm, nullptr));
+          CALL(coralGroupDiscard());
+          if (out[0] != -1.0f) return fmt::format("rank {}: a discarded all-reduce ran (out[0] = {})", rank, out[0]);
+          // Nothing of the group is left: the next call runs at once and alone.
+          CALL(coralAllReduce(in.data(), out.data(), in.size(), coralFloat32, coralSum, comm, nullptr));
+          if (out[63] != 3.0f) return fmt::format("rank {}: out[63] = {} after the group, want 3", rank, out[63]);
+          return ring_exchange(rank, comm, 100, true);
+        }) == "");
+  CHECK(coralGroupDiscard() == coralInvalidUsage);  // no group open
+}
+
 TEST_CASE("non-blocking sends posted before the peers' receives complete") {
   for (int p : {1, 2, 4, 5}) {
     INFO("P=" << p);

@@ -180,6 +180,24 @@ TEST_CASE("coralCommInitRankConfig: bad configs are named, blocking = 0 finishes
   CHECK(coralCommDestroy(comm) == coralSuccess);
 }
 
+TEST_CASE("coralCommAbort gives up a creation still waiting for its peers at once") {
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);
+  coralConfig_t c = CORAL_CONFIG_INITIALIZER;
+  c.blocking = 0;
+  c.timeoutSeconds = 60;
+  coralComm_t comm = nullptr;
+  // Rank 1 of 2 never comes: the creation would wait the full minute.
+  REQUIRE(coralCommInitRankConfig(&comm, 2, id, 0, &c) == coralInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  coralResult_t state = coralSuccess;
+  REQUIRE(coralCommGetAsyncError(comm, &state) == coralSuccess);
+  CHECK(state == coralInProgress);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(coralCommAbort(comm) == coralSuccess);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
 TEST_CASE("config->timeoutSeconds bounds this communicator's waits, blocking or not") {
   for (int blocking : {1, 0}) {
     INFO("blocking " << blocking);
