@@ -126,7 +126,7 @@ fi
 # PyTorch's own NCCL backend over the drop-in, preloaded: several ranks on the one GPU (real NCCL
 # refuses that), its collectives and DDP steps equal to one process.
 shim=$PWD/$build/src/compat/nccl/libnccl.so.2
-if ninja -C "$build" src/compat/nccl/libnccl.so.2 >"$out/nccl_shim_build.txt" 2>&1; then
+if meson compile -C "$build" src/compat/nccl/nccl:shared_library >"$out/nccl_shim_build.txt" 2>&1; then
   step torch_nccl $(lim 150 75) "$crun" -n 2 env LD_PRELOAD="$shim" python3 tests/gpu/torch_nccl_ddp.py
   grep -h "failure\|FAIL\|undefined symbol\|Error" "$out/torch_nccl.txt" | head -20 | tee -a "$summary"
 else
@@ -138,7 +138,7 @@ fi
 # over MPI-lite (tests/gpu/mpi_lite: the machine has no MPI) and launched by coral-run: one rank,
 # then several on the one GPU (NCCL_TESTS_DEVICE=0). The source travels in the git-ignored
 # .nccl-tests/ (fetched from NVIDIA/nccl-tests).
-if [ -d .nccl-tests/src ] && [ -f "$shim" ] && ninja -C "$build" tests/gpu/libmpi.so >>"$out/nccl_shim_build.txt" 2>&1; then
+if [ -d .nccl-tests/src ] && [ -f "$shim" ] && meson compile -C "$build" tests/gpu/mpi:shared_library >>"$out/nccl_shim_build.txt" 2>&1; then
   home=$(mktemp -d)
   mkdir -p "$home/include" "$home/lib"
   cp "$(nccl_include)/nccl.h" tests/gpu/mpi_lite/mpi.h "$home/include/"

@@ -46,6 +46,39 @@ static int nonblocking_init(int rank, int nranks, ncclUniqueId id) {
   }
   EXPECT(state == ncclSuccess, "non-blocking init ended with %s", ncclGetErrorString(state));
   if (state == ncclSuccess) failures += sum_check(comm, nranks, "non-blocking init");
+  if (state != ncclSuccess) return failures;
+  /* A split inherits non-blocking: the child comes back at once, polled as torch polls it. */
+  ncclComm_t sub = NULL;
+  r = ncclCommSplit(comm, rank % 2, rank, &sub, NULL);
+  EXPECT(r == ncclSuccess || r == ncclInProgress, "non-blocking split: %s", ncclGetErrorString(r));
+  EXPECT(sub != NULL, "non-blocking split gave no communicator (%s)", ncclGetErrorString(r));
+  state = ncclInProgress;
+  for (double t0 = now(); sub && state == ncclInProgress && now() - t0 < 30;) {
+    EXPECT(ncclCommGetAsyncError(sub, &state) == ncclSuccess, "ncclCommGetAsyncError of the split");
+    if (state == ncclInProgress) usleep(1000);
+  }
+  if (sub && state == ncclSuccess) failures += sum_check(sub, (nranks - rank % 2 + 1) / 2, "non-blocking split");
+  /* Asking for blocking in the split's config: usable when the call returns. */
+  ncclComm_t all = NULL;
+  ncclConfig_t bcfg = NCCL_CONFIG_INITIALIZER;
+  bcfg.blocking = 1;
+  r = ncclCommSplit(comm, 0, rank, &all, &bcfg);
+  EXPECT(r == ncclSuccess && all, "blocking split of a non-blocking parent: %s", ncclGetErrorString(r));
+  if (all) failures += sum_check(all, nranks, "blocking split of a non-blocking parent");
+  /* Shrink likewise hands over its child. */
+  ncclComm_t small = NULL;
+  int last = nranks - 1;
+  if (rank != last) {
+    r = ncclCommShrink(comm, &last, 1, &small, NULL, NCCL_SHRINK_DEFAULT);
+    EXPECT((r == ncclSuccess || r == ncclInProgress) && small, "non-blocking shrink: %s", ncclGetErrorString(r));
+    state = ncclInProgress;
+    for (double t0 = now(); small && state == ncclInProgress && now() - t0 < 30; usleep(1000))
+      ncclCommGetAsyncError(small, &state);
+    if (small && state == ncclSuccess) failures += sum_check(small, nranks - 1, "non-blocking shrink");
+  }
+  if (small) ncclCommDestroy(small);
+  if (all) ncclCommDestroy(all);
+  if (sub) ncclCommDestroy(sub);
   ncclCommDestroy(comm);
   return failures;
 }
@@ -320,7 +353,18 @@ static int one_process(void) {
   void* handle = NULL;
   EXPECT(ncclCommRegister(comms[0], in[0], sizeof in[0], &handle) == ncclSuccess, "ncclCommRegister");
   EXPECT(ncclCommDeregister(comms[0], handle) == ncclSuccess, "ncclCommDeregister");
-  EXPECT(ncclGroupSimulateEnd(NULL) == ncclInvalidUsage, "ncclGroupSimulateEnd is not supported");
+  EXPECT(ncclGroupSimulateEnd(NULL) == ncclInvalidUsage, "ncclGroupSimulateEnd without a group");
+  /* A simulated group is not run, and is over: the thread's next calls are not deferred. */
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  for (int i = 0; i < 6; ++i) out[0][i] = -1;
+  EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+  for (int c = 0; c < 3; ++c) ncclAllReduce(in[c], out[c], 6, ncclFloat, ncclSum, comms[c], NULL);
+  EXPECT(ncclGroupSimulateEnd(&sim) == ncclInvalidUsage, "ncclGroupSimulateEnd is not supported");
+  EXPECT(out[0][0] == -1, "ncclGroupSimulateEnd ran the group's all-reduce");
+  EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+  for (int c = 0; c < 3; ++c) ncclAllReduce(in[c], out[c], 6, ncclFloat, ncclSum, comms[c], NULL);
+  EXPECT(ncclGroupEnd() == ncclSuccess, "a group after ncclGroupSimulateEnd");
+  EXPECT(out[0][5] == 3 * 7, "the group after ncclGroupSimulateEnd gave %g", out[0][5]);
   /* Revoked: later collectives are refused, destroy still works. */
   EXPECT(ncclCommRevoke(comms[1], 0) == ncclSuccess, "ncclCommRevoke");
   r = ncclAllReduce(in[1], out[1], 6, ncclFloat, ncclSum, comms[1], NULL);
@@ -399,7 +443,7 @@ int suite_faults(void) {
   failures += one_process_device("flag");
   failures += one_process_device("host");
   failures += run_ranks("ncclCommInitRankScalable", 3, scalable_init, -1);
-  failures += run_ranks("non-blocking init", 3, nonblocking_init, -1);
+  failures += run_ranks("non-blocking init, split", 3, nonblocking_init, -1);
   failures += run_ranks("init inside a group", 2, group_init, -1);
   failures += run_ranks("split", 4, split, -1);
   failures += run_ranks("bad arguments", 2, bad_arguments, -1);

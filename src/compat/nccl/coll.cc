@@ -19,6 +19,19 @@ coralRedOp_t op(ncclRedOp_t o) { return static_cast<coralRedOp_t>(o); }
   if (ncclResult_t bad = usable(comm, fn); bad != ncclSuccess) return bad; \
   const OnDevice on_device(comm);
 
+// At the outermost end of a group, the communicators it created meet: all their ranks have
+// been started. The first failure among them, after `first`.
+ncclResult_t settle_inits(ncclResult_t first, const char* fn) {
+  std::vector<ncclComm_t> inits;
+  inits.swap(t_inits);
+  for (ncclComm_t c : inits) {
+    const coralResult_t state = wait_ready(c->coral);
+    if (state != coralSuccess && first == ncclSuccess) first = from(state, c->coral);
+    usable(c, fn);
+  }
+  return first;
+}
+
 }  // namespace
 
 bool in_group() { return t_depth > 0; }
@@ -100,23 +113,19 @@ ncclResult_t ncclGroupEnd() {
   if (t_depth == 0) return fail(ncclInvalidUsage, "ncclGroupEnd: no ncclGroupStart to end");
   const ncclResult_t r = from(coralGroupEnd(), nullptr);
   if (--t_depth > 0) return r;
-  // The communicators this group created meet now: all their ranks have been started.
-  std::vector<ncclComm_t> inits;
-  inits.swap(t_inits);
-  ncclResult_t first = r;
-  for (ncclComm_t c : inits) {
-    coralResult_t state = coralInProgress;
-    while (state == coralInProgress && coralCommGetAsyncError(c->coral, &state) == coralSuccess) {}
-    if (state != coralSuccess && first == ncclSuccess) first = from(state, c->coral);
-    usable(c, "ncclGroupEnd");
-  }
-  return first;
+  return settle_inits(r, "ncclGroupEnd");
 }
 
+// Coral does not price a group the way NCCL's simulator does. The group still ends here, its
+// calls dropped unrun (as a simulation leaves the buffers alone): left open, it would defer every
+// later call of the thread for good.
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
+  if (t_depth == 0) return fail(ncclInvalidUsage, "ncclGroupSimulateEnd: no ncclGroupStart to end");
+  coralGroupDiscard();
+  if (--t_depth == 0) settle_inits(ncclSuccess, "ncclGroupSimulateEnd");  // those still come up
   return fail(ncclInvalidUsage,
-              "ncclGroupSimulateEnd: Coral does not simulate groups (its tuner prices calls "
-              "itself); end the group with ncclGroupEnd");
+              "ncclGroupSimulateEnd: Coral does not simulate groups (its tuner prices calls itself); the group "
+              "was closed and its calls dropped, not run");
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* o, void* scalar, ncclDataType_t t, ncclScalarResidence_t res,

@@ -1,5 +1,7 @@
 // Communicators: creation (blocking, non-blocking, in groups, several per process), split,
 // shrink, teardown, and the questions NCCL callers ask of them.
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -56,7 +58,34 @@ ncclResult_t init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   return r == coralInProgress ? ncclInProgress : ncclSuccess;
 }
 
+// A split's or shrink's child. Coral makes the child of a non-blocking parent in the background
+// (coralInProgress): NCCL hands it over at once, with ncclInProgress, to a caller that asked for
+// non-blocking, and once it is up to one that asked to block.
+ncclResult_t adopt(coralResult_t r, coralComm_t child, bool blocking, int device, coralComm_t parent,
+                   ncclComm_t* newcomm) {
+  if (r != coralSuccess && r != coralInProgress) return from(r, parent);
+  if (!child) return ncclSuccess;  // NCCL_SPLIT_NOCOLOR
+  if (r == coralInProgress && blocking) {
+    if (coralResult_t state = wait_ready(child); state != coralSuccess) {
+      const ncclResult_t e = from(state, child);
+      coralCommAbort(child);
+      return e;
+    }
+    r = coralSuccess;
+  }
+  *newcomm = make(child, blocking, device);  // as NCCL: the parent's GPU
+  learn(*newcomm);
+  return r == coralInProgress ? ncclInProgress : ncclSuccess;
+}
+
 }  // namespace
+
+coralResult_t wait_ready(coralComm_t c) {
+  coralResult_t state = coralInProgress;
+  while (coralCommGetAsyncError(c, &state) == coralSuccess && state == coralInProgress)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return state;
+}
 
 ncclResult_t fail(ncclResult_t result, const std::string& message) {
   t_last_error = message;
@@ -79,6 +108,11 @@ ncclResult_t usable(ncclComm_t comm, const char* fn) {
 }
 
 ncclResult_t config_from(const ncclConfig_t* in, coralConfig_t* out, bool* blocking, const char* fn) {
+  // NCCL waits on a live peer as long as it takes (torch's watchdog, with its own timeout,
+  // aborts a stuck communicator); Coral's default of minutes would cut a long checkpoint or
+  // evaluation on one rank short. A dead peer is still noticed at once. CORAL_TIMEOUT, where
+  // set, holds.
+  if (!std::getenv("CORAL_TIMEOUT")) out->timeoutSeconds = 30 * 24 * 3600;
   if (!in) return ncclSuccess;
   if (in->size < offsetof(ncclConfig_t, cgaClusterSize) || in->magic != 0xcafebeef || in->version < 21400)
     return fail(ncclInvalidArgument, std::string(fn) +
@@ -173,29 +207,31 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   if (ncclResult_t r = config_from(config, &cc, &blocking, "ncclCommSplit"); r != ncclSuccess) return r;
   coralComm_t c = nullptr;
   const OnDevice on_device(comm);
-  coralResult_t r;
-  if (comm->revoked) {
-    // Coral splits over the parent's own links, which the revoke closed: the ranks first meet
-    // again in a shrink that drops no one (it works on a failed communicator), then split that.
-    coralComm_t all = nullptr;
-    r = coralCommShrink(comm->coral, nullptr, 0, &all);
-    if (r != coralSuccess) return from(r, comm->coral);
-    r = coralCommSplit(all, color, key, &c);
-    if (r != coralSuccess) {
-      const ncclResult_t e = from(r, all);
-      coralCommAbort(all);
-      return e;
-    }
+  if (!comm->revoked) {
+    const coralResult_t r = coralCommSplit(comm->coral, color, key, &c);  // before `c` is read
+    return adopt(r, c, blocking, comm->device, comm->coral, newcomm);
+  }
+  // Coral splits over the parent's own links, which the revoke closed: the ranks first meet
+  // again in a shrink that drops no one (it works on a failed communicator), then split that.
+  coralComm_t all = nullptr;
+  coralResult_t r = coralCommShrink(comm->coral, nullptr, 0, &all);
+  if (r == coralInProgress) r = wait_ready(all);
+  if (r != coralSuccess) {
+    const ncclResult_t e = from(r, all ? all : comm->coral);
+    if (all) coralCommAbort(all);
+    return e;
+  }
+  r = coralCommSplit(all, color, key, &c);
+  if (r == coralInProgress && c) r = wait_ready(c);  // before `all`, which its creation uses, goes
+  if (r != coralSuccess && c) {
+    const ncclResult_t e = from(r, c);
+    coralCommAbort(c);
     coralCommDestroy(all);
-  } else {
-    r = coralCommSplit(comm->coral, color, key, &c);
-    if (r != coralSuccess) return from(r, comm->coral);
+    return e;
   }
-  if (c) {
-    *newcomm = make(c, blocking, comm->device);  // as NCCL: the parent's GPU
-    learn(*newcomm);
-  }
-  return ncclSuccess;
+  const ncclResult_t e = adopt(r, c, blocking, comm->device, all, newcomm);
+  coralCommDestroy(all);
+  return e;
 }
 
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclComm_t* newcomm, ncclConfig_t* config,
@@ -215,11 +251,8 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclCom
   if (flags == NCCL_SHRINK_ABORT && !comm->revoked) {
     if (ncclResult_t e = ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); e != ncclSuccess) return e;
   }
-  const coralResult_t r = coralCommShrink(comm->coral, exclude, nexclude, &c);
-  if (r != coralSuccess) return from(r, comm->coral);
-  *newcomm = make(c, blocking, comm->device);
-  learn(*newcomm);
-  return ncclSuccess;
+  const coralResult_t r = coralCommShrink(comm->coral, exclude, nexclude, &c);  // before `c` is read
+  return adopt(r, c, blocking, comm->device, comm->coral, newcomm);
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
@@ -315,6 +348,8 @@ const char* ncclGetLastError(ncclComm_t) { return t_last_error.c_str(); }
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 void ncclResetDebugInit() {}
 #pragma GCC diagnostic pop
+// In no header, but exported by NCCL's library (what ncclResetDebugInit calls there).
+__attribute__((visibility("default"))) void ncclResetDebugInitInternal() {}
 
 }  // extern "C"
 

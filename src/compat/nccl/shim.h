@@ -28,6 +28,8 @@ ncclResult_t from(coralResult_t r, coralComm_t comm);
 ncclResult_t usable(ncclComm_t comm, const char* fn);
 // ncclConfig_t's checks (size, magic, version) and Coral's config from it.
 ncclResult_t config_from(const ncclConfig_t* in, coralConfig_t* out, bool* blocking, const char* fn);
+// Waits for a communicator Coral creates in the background to be up; its creation's result.
+coralResult_t wait_ready(coralComm_t c);
 // In a group: communicators whose creation ncclGroupEnd waits for (blocking ones).
 void group_track_init(ncclComm_t comm);
 bool in_group();
