@@ -127,6 +127,14 @@ fi
 # refuses that), its collectives and DDP steps equal to one process.
 shim=$PWD/$build/src/compat/nccl/libnccl.so.2
 if meson compile -C "$build" src/compat/nccl/nccl:shared_library >"$out/nccl_shim_build.txt" 2>&1; then
+  # What torch's CUDA library takes from libnccl that the drop-in lacks (then `import torch`
+  # fails under it): newer NCCL functions than the header it was built against.
+  tlib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))' 2>/dev/null)
+  if [ -f "$tlib" ] && command -v nm >/dev/null; then
+    miss=$(comm -23 <(nm -D --undefined-only "$tlib" | awk '{print $NF}' | sed 's/@.*//' | grep -E '^p?nccl' | sort -u) \
+      <(nm -D --defined-only "$shim" | awk '{print $3}' | sort -u) | tr '\n' ' ')
+    note "libtorch_cuda.so needs from libnccl what the drop-in lacks: ${miss:-nothing}"
+  fi
   step torch_nccl $(lim 150 75) "$crun" -n 2 env LD_PRELOAD="$shim" python3 tests/gpu/torch_nccl_ddp.py
   grep -h "failure\|FAIL\|undefined symbol\|Error" "$out/torch_nccl.txt" | head -20 | tee -a "$summary"
 else
