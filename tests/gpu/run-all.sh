@@ -7,7 +7,7 @@
 #      posing as two hosts (staged through pinned memory)
 #   5. coral-bench on device buffers: 256 MiB all-reduce busbw, 8-byte one-shot latency, a sweep
 #   6. the torch backend "coral" on the machine's torch 2.x: CUDA tensors, Backend API, DDP
-#   7. torch's own NCCL backend over the drop-in libnccl.so.2: 2 ranks on the GPU, DDP
+#   7. torch's own NCCL backend over the drop-in libnccl.so.2: 3 ranks on the GPU, DDP
 #   8. NVIDIA's nccl-tests (-c 1) over the drop-in: 1, 2 and 4 ranks on the one GPU
 # Writes $OUT/gpu-summary.txt (OUT defaults to ./gpu-out) plus one log per step; exit 0 only if
 # every step passed. Budget: about 8 minutes; GPU_QUICK=1 (fewer cases, shorter limits): about 5
@@ -125,7 +125,8 @@ fi
 
 # PyTorch's own NCCL backend over the drop-in, preloaded: several ranks on the one GPU (real NCCL
 # refuses that), its collectives and DDP steps equal to one process.
-shim=$PWD/$build/src/compat/nccl/libnccl.so.2
+bdir=$(cd "$build" && pwd)  # GPU_BUILD_DIR may be relative or absolute
+shim=$bdir/src/compat/nccl/libnccl.so.2
 if meson compile -C "$build" src/compat/nccl/nccl:shared_library >"$out/nccl_shim_build.txt" 2>&1; then
   # What torch's CUDA library takes from libnccl that the drop-in lacks (then `import torch`
   # fails under it): newer NCCL functions than the header it was built against.
@@ -135,7 +136,7 @@ if meson compile -C "$build" src/compat/nccl/nccl:shared_library >"$out/nccl_shi
       <(nm -D --defined-only "$shim" | awk '{print $3}' | sort -u) | tr '\n' ' ')
     note "libtorch_cuda.so needs from libnccl what the drop-in lacks: ${miss:-nothing}"
   fi
-  step torch_nccl $(lim 150 75) "$crun" -n 2 env LD_PRELOAD="$shim" python3 tests/gpu/torch_nccl_ddp.py
+  step torch_nccl $(lim 150 75) "$crun" -n 3 env LD_PRELOAD="$shim" python3 tests/gpu/torch_nccl_ddp.py
   grep -h "failure\|FAIL\|undefined symbol\|Error" "$out/torch_nccl.txt" | head -20 | tee -a "$summary"
 else
   note "[FAIL] the drop-in libnccl.so.2 did not build (see nccl_shim_build.txt)"
@@ -146,29 +147,40 @@ fi
 # over MPI-lite (tests/gpu/mpi_lite: the machine has no MPI) and launched by coral-run: one rank,
 # then several on the one GPU (NCCL_TESTS_DEVICE=0). The source travels in the git-ignored
 # .nccl-tests/ (fetched from NVIDIA/nccl-tests).
-if [ -d .nccl-tests/src ] && [ -f "$shim" ] && meson compile -C "$build" tests/gpu/mpi:shared_library >>"$out/nccl_shim_build.txt" 2>&1; then
+if [ ! -d .nccl-tests/src ]; then
+  note "[SKIP] nccl-tests: no .nccl-tests/ source (fetch NVIDIA/nccl-tests into it)"
+elif [ ! -f "$shim" ] || ! meson compile -C "$build" tests/gpu/mpi:shared_library >>"$out/nccl_shim_build.txt" 2>&1; then
+  note "[FAIL] nccl-tests: the drop-in or MPI-lite did not build (see nccl_shim_build.txt)"
+  status=1
+else
   home=$(mktemp -d)
   mkdir -p "$home/include" "$home/lib"
-  cp "$(nccl_include)/nccl.h" tests/gpu/mpi_lite/mpi.h "$home/include/"
+  inc=$(nccl_include)
+  # nccl-tests includes nccl_device.h too (NCCL >= 2.28): the one beside the nccl.h used.
+  cp "$inc/nccl.h" tests/gpu/mpi_lite/mpi.h "$home/include/"
+  [ -f "$inc/nccl_device.h" ] && cp -r "$inc/nccl_device.h" "$inc/nccl_device" "$home/include/"
   for l in libnccl.so libnccl.so.2; do ln -s "$shim" "$home/lib/$l"; done
-  ln -s "$PWD/$build/tests/gpu/libmpi.so" "$home/lib/libmpi.so"
-  nt=$PWD/$build/nccl-tests
+  ln -s "$bdir/tests/gpu/libmpi.so" "$home/lib/libmpi.so"
+  # Its own folder: make does not rebuild objects of an earlier build without MPI_SUPPORT.
+  nt=$bdir/nccl-tests-mpi
   # LD_LIBRARY_PATH: the linker finds libcoral.so.0, which the shim and MPI-lite need, there.
-  step nccl_tests_build 240 env LD_LIBRARY_PATH="$PWD/$build:${LD_LIBRARY_PATH:-}" make -C .nccl-tests/src -j16 \
+  step nccl_tests_build 240 env LD_LIBRARY_PATH="$bdir:${LD_LIBRARY_PATH:-}" make -C .nccl-tests/src -j16 \
     MPI=1 MPI_HOME="$home" BUILDDIR="$nt" NCCL_HOME="$home" CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")" \
     NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90"
   nccl_test() {  # nccl_test RANKS NAME: one nccl-tests binary on RANKS ranks of GPU 0
-    local n=$1 t=$2
+    local n=$1 t=$2 log=$out/nccl_$2_$1r.txt
     [ -x "$nt/${t}_perf" ] || { note "[FAIL] nccl_${t}_${n}r: not built"; status=1; return; }
-    step "nccl_${t}_${n}r" $(lim 60 30) env NCCL_TESTS_DEVICE=0 LD_LIBRARY_PATH="$home/lib:$PWD/$build:${LD_LIBRARY_PATH:-}" \
+    step "nccl_${t}_${n}r" $(lim 60 30) env NCCL_TESTS_DEVICE=0 LD_LIBRARY_PATH="$home/lib:$bdir:${LD_LIBRARY_PATH:-}" \
       "$crun" -n "$n" "$nt/${t}_perf" -b 8 -e $(lim 64M 8M) -f 8 -c 1 -g 1
-    grep -h "Out of bounds values\|# Avg bus\|failure" "$out/nccl_${t}_${n}r.txt" | sed "s/^/nccl_${t}_${n}r: /" | tee -a "$summary"
+    grep -h "Out of bounds values\|# Avg bus\|failure" "$log" | sed "s/^/nccl_${t}_${n}r: /" | tee -a "$summary"
+    # One job of n ranks, not n jobs of one: rank 0 lists every rank's device.
+    local ranks
+    ranks=$(grep -oE "Rank +[0-9]+ Group" "$log" | sort -u | wc -l)
+    [ "$ranks" -ge "$n" ] || { note "[FAIL] nccl_${t}_${n}r: $ranks ranks listed, not one job of $n ranks"; status=1; }
   }
   for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do nccl_test 1 $t; done
   for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do nccl_test 2 $t; done
   [ "$quick" = 1 ] || nccl_test 4 all_reduce
-else
-  note "[SKIP] nccl-tests: no .nccl-tests/ source (fetch NVIDIA/nccl-tests into it) or MPI-lite did not build"
 fi
 
 note "total $(( $(date +%s) - start ))s, $([ $status -eq 0 ] && echo 'all passed' || echo 'FAILURES above')"

@@ -18,10 +18,17 @@ if backend == "nccl" and not torch.cuda.is_available():
 if backend != "nccl":
     importlib.import_module("coral_torch")
 
-dist.init_process_group(backend)
-r, P = dist.get_rank(), dist.get_world_size()
 if backend == "nccl":
     torch.cuda.set_device(0)
+    # A bound device makes torch create the communicator at once, and build new_group's with
+    # ncclCommSplit instead of a new unique id: the shim's split runs too.
+    try:
+        dist.init_process_group(backend, device_id=torch.device("cuda", 0))
+    except TypeError:  # torch before 2.3
+        dist.init_process_group(backend)
+else:
+    dist.init_process_group(backend)
+r, P = dist.get_rank(), dist.get_world_size()
 dev = torch.device("cuda", 0) if backend == "nccl" else torch.device("cpu")
 bad = []
 
@@ -100,12 +107,21 @@ if P > 1:
 w = dist.all_reduce(torch.ones(8, device=dev), async_op=True)
 w.wait()
 dist.barrier()
-# A sub-group: torch may build it with ncclCommSplit or with a new unique id.
-evens = dist.new_group([k for k in range(P) if k % 2 == 0])
-if r % 2 == 0:
-    e = torch.ones(5, device=dev)
-    dist.all_reduce(e, group=evens)
-    check("new_group all_reduce", e, torch.full((5,), float((P + 1) // 2)))
+# Sub-groups of two ranks (torch builds them with ncclCommSplit when the device is bound), and
+# one of the last rank alone.
+pair = dist.new_group([0, 1]) if P > 1 else None
+last = dist.new_group([P - 1])
+if P > 1 and r < 2:
+    e = torch.full((5,), float(r + 1), device=dev)
+    dist.all_reduce(e, group=pair)
+    check("new_group all_reduce", e, torch.full((5,), 3.0))
+    g = torch.empty(2 * 3, device=dev)
+    dist.all_gather_into_tensor(g, torch.full((3,), float(r), device=dev), group=pair)
+    check("new_group all_gather_into_tensor", g, torch.tensor([0.0] * 3 + [1.0] * 3))
+if r == P - 1:
+    e = torch.full((5,), 7.0, device=dev)
+    dist.all_reduce(e, group=last)
+    check("one-rank group all_reduce", e, torch.full((5,), 7.0))
 
 # DDP in float64, 10 steps with SGD and momentum: each rank's shard of the global batch, the
 # same parameters as one process training on the whole batch.

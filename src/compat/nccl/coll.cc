@@ -119,7 +119,8 @@ ncclResult_t ncclGroupEnd() {
 // Coral does not price a group the way NCCL's simulator does. The group still ends here, its
 // calls dropped unrun (as a simulation leaves the buffers alone): left open, it would defer every
 // later call of the thread for good.
-ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* info) {
+  if (!info) return ncclGroupEnd();  // as NCCL: nothing to simulate into, a plain end
   if (t_depth == 0) return fail(ncclInvalidUsage, "ncclGroupSimulateEnd: no ncclGroupStart to end");
   coralGroupDiscard();
   if (--t_depth == 0) settle_inits(ncclSuccess, "ncclGroupSimulateEnd");  // those still come up

@@ -209,10 +209,13 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   const OnDevice on_device(comm);
   if (!comm->revoked) {
     const coralResult_t r = coralCommSplit(comm->coral, color, key, &c);  // before `c` is read
-    return adopt(r, c, blocking, comm->device, comm->coral, newcomm);
+    // NCCL's revoke is local: a peer may have revoked while this rank did not. Its split then
+    // fails on the links the revoke closed, and it meets the others in the shrink below.
+    if (r != coralRemoteError) return adopt(r, c, blocking, comm->device, comm->coral, newcomm);
   }
-  // Coral splits over the parent's own links, which the revoke closed: the ranks first meet
-  // again in a shrink that drops no one (it works on a failed communicator), then split that.
+  // Coral splits over the parent's own links, which a revoke closed: the ranks first meet again
+  // in a shrink that drops no one (it meets through the store, and works on a failed
+  // communicator), then split that.
   coralComm_t all = nullptr;
   coralResult_t r = coralCommShrink(comm->coral, nullptr, 0, &all);
   if (r == coralInProgress) r = wait_ready(all);

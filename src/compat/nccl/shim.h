@@ -5,6 +5,7 @@
 #include <coral/coral_device.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <string>
 
 // NCCL's communicator: Coral's, plus what NCCL callers ask of it.
@@ -14,7 +15,8 @@ struct ncclComm {
   int nranks = 0;
   int device = -1;       // the current GPU at init (ncclCommCuDevice)
   bool blocking = true;  // config.blocking
-  bool revoked = false;  // ncclCommRevoke: only destroy, split and shrink remain
+  std::atomic<bool> revoked{
+      false};  // ncclCommRevoke (maybe from a watchdog thread): only destroy, split and shrink remain
 };
 
 namespace coral_nccl {
