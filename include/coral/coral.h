@@ -136,8 +136,8 @@ CORAL_API coralResult_t coralCommGetFailedRanks(coralComm_t comm, int* ranks, in
 /* Waits for this rank's outstanding operations, then frees the communicator. */
 CORAL_API coralResult_t coralCommDestroy(coralComm_t comm);
 /* Marks the communicator failed (peers' pending calls return coralRemoteError) and frees it.
- * One still being created (blocking = 0) is given up at once: its creation ends in the
- * background, and then frees it. */
+ * One still being created by coralCommInitRankConfig (blocking = 0) is given up: its waits for
+ * peers end at once. */
 CORAL_API coralResult_t coralCommAbort(coralComm_t comm);
 /* Marks the communicator failed without freeing it: this rank's pending and later operations on
  * it and its peers' pending ones end with coralRemoteError naming this rank. Safe while other

@@ -121,9 +121,10 @@ static int remaining_ms(Clock::time_point deadline) {
   return left < 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
 }
 
-int connect_retry(const SockAddr& addr, Clock::time_point deadline) {
+int connect_retry(const SockAddr& addr, Clock::time_point deadline, const std::atomic<bool>* stop) {
   int last_err = 0;
   while (true) {
+    if (stop && stop->load()) fail(coralRemoteError, "connect to " + addr.str() + ": given up (the caller aborted)");
     int fd = socket(addr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) fail_errno("socket", errno);
     if (connect(fd, reinterpret_cast<const sockaddr*>(&addr.ss), addr.len) == 0) {

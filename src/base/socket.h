@@ -2,6 +2,7 @@
 #pragma once
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -24,8 +25,9 @@ SockAddr resolve(const std::string& host, int port);
 // Listening socket bound to addr (port 0 = ephemeral); returns fd.
 int listen_on(const SockAddr& addr, int backlog = 128);
 SockAddr local_address(int fd);
-// Connects, retrying refused/unreachable until deadline. Throws coralSystemError/coralTimeout.
-int connect_retry(const SockAddr& addr, Clock::time_point deadline);
+// Connects, retrying refused/unreachable until deadline. Throws coralSystemError/coralTimeout,
+// or coralRemoteError as soon as *stop is seen set (a creation given up).
+int connect_retry(const SockAddr& addr, Clock::time_point deadline, const std::atomic<bool>* stop = nullptr);
 // Full-buffer I/O with a deadline; false on EOF. Throws on error or timeout.
 bool send_all(int fd, const void* buf, size_t n, Clock::time_point deadline);
 bool recv_all(int fd, void* buf, size_t n, Clock::time_point deadline);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "base/socket.h"
 #include "bootstrap/store.h"
@@ -40,9 +41,31 @@ class TcpStoreServer {
 int start_detached_store_server(const net::SockAddr& addr, const wire::Secret& secret,
                                 std::chrono::milliseconds idle_timeout);
 
+// Gives up a communicator's creation from another thread (coralCommAbort): waits in the stores
+// attached to it end at once with coralRemoteError, and their later requests fail.
+class CancelToken {
+ public:
+  void cancel();
+  bool cancelled() const { return cancelled_.load(); }
+  const std::atomic<bool>* flag() const { return &cancelled_; }
+  // A store's connection while it is open; a cancel shuts it down (never a closed, reused fd).
+  void attach(int fd);
+  void detach(int fd);
+
+ private:
+  std::mutex mu_;
+  std::atomic<bool> cancelled_{false};
+  std::vector<int> fds_;
+};
+
 class TcpStore : public Store {
  public:
-  TcpStore(const net::SockAddr& server, const wire::Secret& secret, std::chrono::milliseconds timeout);
+  // Connecting waits for the server at most min(timeout, kConnectLimit): it is up by the time
+  // the ranks know its address, or about to be (a launcher's), so a refusal that long means it
+  // is gone, whatever the timeout of the waits.
+  static constexpr std::chrono::seconds kConnectLimit{300};
+  TcpStore(const net::SockAddr& server, const wire::Secret& secret, std::chrono::milliseconds timeout,
+           std::shared_ptr<CancelToken> cancel = nullptr);
   ~TcpStore() override;
   void set(const std::string& key, const Bytes& value) override;
   Bytes get(const std::string& key, std::chrono::milliseconds timeout) override;
@@ -51,14 +74,16 @@ class TcpStore : public Store {
 
  private:
   Bytes request(wire::Msg type, const std::string& key, const Bytes& value, std::chrono::milliseconds timeout);
-  // Under mu_: connects and presents the secret; sends one frame and reads its reply.
+  // Under mu_: connects and presents the secret; sends one frame and reads its reply; closes.
   void connect(net::Clock::time_point deadline);
   Bytes exchange(wire::Msg type, const std::string& key, const Bytes& value, net::Clock::time_point deadline);
+  void close_fd();
   std::mutex mu_;
   int fd_ = -1;
   std::string server_;
   net::SockAddr addr_;
   wire::Secret secret_;
+  std::shared_ptr<CancelToken> cancel_;
 };
 
 }  // namespace coral::bootstrap

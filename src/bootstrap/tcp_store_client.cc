@@ -1,5 +1,7 @@
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -7,24 +9,48 @@
 
 namespace coral::bootstrap {
 
-TcpStore::TcpStore(const net::SockAddr& server, const wire::Secret& secret, std::chrono::milliseconds timeout)
-    : server_(server.str()), addr_(server), secret_(secret) {
-  connect(net::Clock::now() + timeout);
+void CancelToken::cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  for (int fd : fds_) shutdown(fd, SHUT_RDWR);  // wakes a wait in recv; the owner closes
+}
+
+void CancelToken::attach(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fds_.push_back(fd);
+  if (cancelled_) shutdown(fd, SHUT_RDWR);
+}
+
+void CancelToken::detach(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase(fds_, fd);
+}
+
+TcpStore::TcpStore(const net::SockAddr& server, const wire::Secret& secret, std::chrono::milliseconds timeout,
+                   std::shared_ptr<CancelToken> cancel)
+    : server_(server.str()), addr_(server), secret_(secret), cancel_(std::move(cancel)) {
+  const auto now = net::Clock::now();
+  connect(std::min(now + timeout, now + std::chrono::duration_cast<net::Clock::duration>(kConnectLimit)));
+}
+
+TcpStore::~TcpStore() { close_fd(); }
+
+void TcpStore::close_fd() {
+  if (fd_ < 0) return;
+  if (cancel_) cancel_->detach(fd_);
+  close(fd_);
+  fd_ = -1;
 }
 
 void TcpStore::connect(net::Clock::time_point deadline) {
-  fd_ = net::connect_retry(addr_, deadline);
+  fd_ = net::connect_retry(addr_, deadline, cancel_ ? cancel_->flag() : nullptr);
+  if (cancel_) cancel_->attach(fd_);
   try {
     exchange(wire::Msg::Hello, "", Bytes(secret_.begin(), secret_.end()), deadline);
   } catch (...) {
-    close(fd_);
-    fd_ = -1;
+    close_fd();
     throw;
   }
-}
-
-TcpStore::~TcpStore() {
-  if (fd_ >= 0) close(fd_);
 }
 
 Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& value, std::chrono::milliseconds timeout) {
@@ -32,11 +58,14 @@ Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& val
     fail(coralInvalidArgument, "store: key or value too large");
   std::lock_guard<std::mutex> lock(mu_);
   auto deadline = net::Clock::now() + timeout;
+  if (cancel_ && cancel_->cancelled())
+    fail(coralRemoteError, "store " + server_ + ": given up (the communicator's creation was aborted)");
   // A wait that timed out closed the connection (its reply could still come); the store itself
-  // is most likely alive, and a shrink after a peer's death needs it: connect afresh.
+  // is most likely alive, and a shrink after a peer's death needs it: connect afresh. Briefly: a
+  // refusal now means the store is gone, and other users of this client wait on mu_.
   if (fd_ < 0) {
     try {
-      connect(deadline);
+      connect(std::min(deadline, net::Clock::now() + std::chrono::seconds(10)));
     } catch (const Error& e) {
       fail(coralRemoteError, "store " + server_ + ": connecting again after an earlier failure: " + e.what());
     }
@@ -44,8 +73,9 @@ Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& val
   try {
     return exchange(type, key, value, deadline);
   } catch (const Error& e) {
-    close(fd_);  // a reply may still be in flight: the stream is out of step now
-    fd_ = -1;
+    close_fd();  // a reply may still be in flight: the stream is out of step now
+    if (cancel_ && cancel_->cancelled())
+      fail(coralRemoteError, "store " + server_ + ": given up (the communicator's creation was aborted)");
     if (e.code() == coralTimeout) fail(coralTimeout, "store " + server_ + ": timed out waiting for '" + key + "'");
     throw;
   }

@@ -88,16 +88,8 @@ coralResult_t coralCommDestroy(coralComm_t comm) {
 coralResult_t coralCommAbort(coralComm_t comm) {
   return guard(nullptr, "coralCommAbort", [&] {
     if (!comm) fail(coralInvalidArgument, "comm is NULL");
-    {
-      // A creation still under way may wait on a peer for the whole timeout: abort returns now,
-      // and the creating thread frees the handle when it ends.
-      std::lock_guard<std::mutex> lock(comm->init_mu);
-      if (!comm->ready.load(std::memory_order_acquire)) {
-        comm->abandoned = true;
-        comm->init.detach();
-        return;
-      }
-    }
+    // A creation still under way may wait on a peer for the whole timeout: give it up first.
+    if (comm->cancel_init && !comm->ready.load(std::memory_order_acquire)) comm->cancel_init->cancel();
     if (comm->init.joinable()) comm->init.join();
     if (comm->impl) comm->impl->abort("rank " + std::to_string(comm->impl->rank()) + " called coralCommAbort");
     delete comm;

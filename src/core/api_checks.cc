@@ -149,16 +149,7 @@ coralComm* create_in_background(const char* fn, std::function<std::unique_ptr<Co
         throw;
       }
     });
-    bool orphan;
-    {
-      std::lock_guard<std::mutex> lock(c->init_mu);
-      c->ready.store(true, std::memory_order_release);
-      orphan = c->abandoned;
-    }
-    if (orphan) {  // coralCommAbort detached this thread and left the handle to it
-      if (c->impl) c->impl->abort("rank " + std::to_string(c->impl->rank()) + " called coralCommAbort");
-      delete c;
-    }
+    c->ready.store(true, std::memory_order_release);
   });
   return c;
 }

@@ -98,11 +98,12 @@ coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUnique
     // creation takes its number now, so that one created after it cannot take the same.
     const std::string prefix = next_prefix(coral::bootstrap::wire::secret_to_hex(secret).substr(0, 16), rank);
     const std::string addr = uid.addr;
-    auto create = [secret, addr, prefix, opt, nranks, rank] {
+    auto cancel = opt.blocking ? nullptr : std::make_shared<coral::bootstrap::CancelToken>();
+    auto create = [secret, addr, prefix, opt, nranks, rank, cancel] {
       coral::Communicator::check_settings();
       const double timeout = opt.timeout_s > 0 ? opt.timeout_s : timeout_s();
       auto ms = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
-      auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(addr), secret, ms);
+      auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(addr), secret, ms, cancel);
       return std::make_unique<coral::Communicator>(store, prefix, rank, nranks, opt.timeout_s);
     };
     if (opt.blocking) {
@@ -111,6 +112,7 @@ coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUnique
     }
     // The handle's creation goes on in the background (coralCommGetAsyncError says when done).
     *comm = coral::capi::create_in_background("coralCommInitRankConfig", create);
+    (*comm)->cancel_init = cancel;
   });
   return rc == coralSuccess && background ? coralInProgress : rc;
 }

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/tcp_store.h"
 #include "core/communicator.h"
 
 // The handle behind coralComm_t (the guard records a failure on it too).
@@ -26,10 +27,9 @@ struct coralComm {
   std::string init_error;
   // Made with coralConfig_t::blocking = 0: so are the communicators split or shrunk from it.
   bool nonblocking = false;
-  // coralCommAbort before the creation was done: the creating thread frees the handle when it
-  // ends. Both under init_mu, with the store of ready.
-  std::mutex init_mu;
-  bool abandoned = false;
+  // Gives up the background creation (coralCommAbort before it is done): its waits on the
+  // store end at once. Null where the creation shares its parent's store (split, shrink).
+  std::shared_ptr<coral::bootstrap::CancelToken> cancel_init;
   ~coralComm() {
     if (init.joinable()) init.join();
   }

@@ -103,6 +103,32 @@ TEST_CASE("TCP store: after the server is gone, a request says so") {
   }
 }
 
+TEST_CASE("TCP store: a cancel ends a wait at once, and later requests fail") {
+  bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
+  bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, 0ms);
+  auto addr = net::resolve("127.0.0.1", server.port());
+  auto token = std::make_shared<bootstrap::CancelToken>();
+  bootstrap::TcpStore a(addr, secret, 60s, token);
+  a.set("k", bootstrap::to_bytes("v"));
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(100ms);
+    token->cancel();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    a.get("never", 30s);
+    FAIL("the wait was not given up");
+  } catch (const Error& e) {
+    CHECK(e.code() == coralRemoteError);
+    CHECK_THAT(e.what(), Catch::Contains("given up"));
+  }
+  canceller.join();
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  CHECK_THROWS_AS(a.get("k", 1s), Error);
+  // Connecting with a cancelled token fails at once too, whatever the timeout.
+  CHECK_THROWS_AS(bootstrap::TcpStore(net::resolve("127.0.0.1", 1), secret, 60s, token), Error);
+}
+
 TEST_CASE("TCP store refuses random bytes and wrong secrets; the job still works") {
   bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
   bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, 0ms);
