@@ -4,13 +4,13 @@
 # Run as: coral-run -n P env LD_PRELOAD=<build>/src/compat/nccl/libnccl.so.2 python3 this.py
 # Exit 77: no CUDA torch. TORCH_NCCL_DDP_BACKEND=coral runs the same checks on CPU tensors through
 # the coral backend, which tries the script itself where there is no GPU.
-import copy
 import importlib
 import os
 import sys
 
 import torch
 import torch.distributed as dist
+from torch_common import Checks, collectives, ddp_matches_one_process
 
 backend = os.environ.get("TORCH_NCCL_DDP_BACKEND", "nccl")
 if backend == "nccl" and not torch.cuda.is_available():
@@ -30,21 +30,14 @@ else:
     dist.init_process_group(backend)
 r, P = dist.get_rank(), dist.get_world_size()
 dev = torch.device("cuda", 0) if backend == "nccl" else torch.device("cpu")
-bad = []
-
-
-def check(name, got, want, tol=0.0):
-    got, want = got.double().cpu(), want.double().cpu()
-    if got.shape != want.shape or (got - want).abs().max().item() > tol:
-        bad.append(f"{name}: got {got.flatten()[:6].tolist()} want {want.flatten()[:6].tolist()}")
-
+check = Checks()
 
 # The library torch talks to must be Coral's: it reports the header's version and runs P ranks
 # on one device; LD_PRELOAD missing would show as NCCL's duplicate-GPU error instead.
 if backend == "nccl":
     preload = os.environ.get("LD_PRELOAD", "")
     if "libnccl.so.2" not in preload or preload.split(":")[0] not in open("/proc/self/maps").read():
-        bad.append(f"the drop-in is not loaded (LD_PRELOAD={preload!r})")
+        check.bad.append(f"the drop-in is not loaded (LD_PRELOAD={preload!r})")
     if r == 0:
         # A second libnccl here (torch's wheel dlopening its own by path) would mean torch
         # might not be talking to the drop-in: print them all.
@@ -66,44 +59,19 @@ if hasattr(dist, "_make_nccl_premul_sum"):
     pm = torch.full((100,), float(r + 1), device=dev)
     dist.all_reduce(pm, op=dist._make_nccl_premul_sum(0.5))
     check("all_reduce PREMUL_SUM", pm, torch.full((100,), 0.25 * P * (P + 1)), 1e-6)
-b = torch.full((1000,), float(r), device=dev)
-dist.broadcast(b, src=P - 1)
-check("broadcast", b, torch.full((1000,), float(P - 1)))
 red = torch.full((10,), float(r), device=dev)
 dist.reduce(red, dst=0)
 if r == 0:
     check("reduce", red, torch.full((10,), float(P * (P - 1) // 2)))
-ag = torch.empty(P * 100, device=dev)
-dist.all_gather_into_tensor(ag, torch.full((100,), float(r), device=dev))
-check("all_gather_into_tensor", ag, torch.arange(P).repeat_interleave(100).float())
 lst = [torch.empty(7, device=dev) for _ in range(P)]
 dist.all_gather(lst, torch.full((7,), float(r), device=dev))
 check("all_gather", torch.stack(lst), torch.arange(P).float().repeat_interleave(7).view(P, 7))
-rs = torch.empty(100, device=dev)
-dist.reduce_scatter_tensor(rs, torch.arange(P * 100, device=dev).float())
-check("reduce_scatter_tensor", rs, P * (torch.arange(100) + 100 * r).float())
-a2a = torch.empty(P * 4, device=dev)
-dist.all_to_all_single(a2a, torch.arange(P * 4, device=dev).float() + 1000 * r)
-check("all_to_all_single", a2a, torch.cat([torch.arange(4) + 4 * r + 1000 * k for k in range(P)]).float())
+collectives(check, dev, r, P)
 # Uneven splits: rank k sends k+1 elements to every peer.
 out = torch.empty(sum(k + 1 for k in range(P)), device=dev)
 dist.all_to_all_single(out, torch.full((P * (r + 1),), float(r), device=dev),
                        output_split_sizes=[k + 1 for k in range(P)], input_split_sizes=[r + 1] * P)
 check("all_to_all_single uneven", out, torch.cat([torch.full((k + 1,), float(k)) for k in range(P)]))
-if P > 1:
-    nxt, prv = (r + 1) % P, (r - 1) % P
-    got = torch.empty(1 << 18, device=dev)
-    ops = [dist.P2POp(dist.isend, torch.full((1 << 18,), float(r), device=dev), nxt),
-           dist.P2POp(dist.irecv, got, prv)]
-    for w in dist.batch_isend_irecv(ops):
-        w.wait()
-    check("batch_isend_irecv ring", got, torch.full((1 << 18,), float(prv)))
-    if r == 0:
-        dist.send(torch.full((64,), 7.0, device=dev), 1)
-    elif r == 1:
-        got = torch.zeros(64, device=dev)
-        dist.recv(got, 0)
-        check("send/recv", got, torch.full((64,), 7.0))
 w = dist.all_reduce(torch.ones(8, device=dev), async_op=True)
 w.wait()
 dist.barrier()
@@ -123,34 +91,9 @@ if r == P - 1:
     dist.all_reduce(e, group=last)
     check("one-rank group all_reduce", e, torch.full((5,), 7.0))
 
-# DDP in float64, 10 steps with SGD and momentum: each rank's shard of the global batch, the
-# same parameters as one process training on the whole batch.
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
-                            torch.nn.Linear(64, 4)).double().to(dev)
-ref = copy.deepcopy(model)
-# Small buckets: several all-reduces per step, overlapping the backward pass.
-ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0] if dev.type == "cuda" else None,
-                                                bucket_cap_mb=0.01)
-opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
-ropt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)
-g = torch.Generator().manual_seed(1)
-B = 8
-for _ in range(10):
-    X, Y = torch.randn(B * P, 32, generator=g).double().to(dev), torch.randn(B * P, 4, generator=g).double().to(dev)
-    opt.zero_grad()
-    torch.nn.functional.mse_loss(ddp(X[B * r:B * (r + 1)]), Y[B * r:B * (r + 1)]).backward()
-    opt.step()
-    ropt.zero_grad()
-    torch.nn.functional.mse_loss(ref(X), Y).backward()
-    ropt.step()
-for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-    check(f"ddp {name}", p, q, 1e-10)
+ddp_matches_one_process(check, dev, r, P)
 
 if dev.type == "cuda":
     torch.cuda.synchronize()
 dist.destroy_process_group()
-print(f"rank {r}: torch {backend} backend over coral, {P} ranks: {len(bad)} failure(s)")
-for b_ in bad:
-    print(f"rank {r}: FAIL {b_}")
-sys.exit(1 if bad else 0)
+sys.exit(check.report(r, f"torch {torch.__version__} {backend} backend over coral, {P} ranks"))
