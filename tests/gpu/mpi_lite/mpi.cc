@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 namespace {
@@ -33,50 +34,27 @@ coralComm_t comm_of(const char* call, MPI_Comm c) {
   return g_comms[c];
 }
 
-size_t type_size(const char* call, MPI_Datatype t) {
-  switch (t) {
-    case MPI_BYTE:
-    case MPI_CHAR:
-      return 1;
-    case MPI_INT:
-    case MPI_UNSIGNED:
-    case MPI_FLOAT:
-      return 4;
-    case MPI_LONG:
-    case MPI_UNSIGNED_LONG:
-    case MPI_LONG_LONG:
-    case MPI_INT64_T:
-    case MPI_UINT64_T:
-    case MPI_DOUBLE:
-      return 8;
-    default:
-      fatal(call, "unsupported datatype");
-  }
-}
+// MPI's predefined types by handle (mpi.h numbers them 1..MPI_DOUBLE): Coral's type.
+constexpr coralDataType_t kTypes[] = {coralUint8, coralInt8,  coralInt32,  coralUint32,  coralInt64,  coralUint64,
+                                      coralInt64, coralInt64, coralUint64, coralFloat32, coralFloat64};
+static_assert(std::size(kTypes) == MPI_DOUBLE, "one entry per MPI type");
 
 coralDataType_t coral_type(const char* call, MPI_Datatype t) {
-  switch (t) {
-    case MPI_BYTE:
-      return coralUint8;
-    case MPI_CHAR:
-      return coralInt8;
-    case MPI_INT:
-      return coralInt32;
-    case MPI_UNSIGNED:
-      return coralUint32;
-    case MPI_LONG:
-    case MPI_LONG_LONG:
-    case MPI_INT64_T:
-      return coralInt64;
-    case MPI_UNSIGNED_LONG:
-    case MPI_UINT64_T:
-      return coralUint64;
-    case MPI_FLOAT:
-      return coralFloat32;
-    case MPI_DOUBLE:
-      return coralFloat64;
+  if (t < MPI_BYTE || t > MPI_DOUBLE) fatal(call, "unsupported datatype");
+  return kTypes[t - MPI_BYTE];
+}
+
+size_t type_size(const char* call, MPI_Datatype t) {
+  switch (coral_type(call, t)) {
+    case coralUint8:
+    case coralInt8:
+      return 1;
+    case coralInt32:
+    case coralUint32:
+    case coralFloat32:
+      return 4;
     default:
-      fatal(call, "unsupported datatype");
+      return 8;
   }
 }
 
