@@ -20,8 +20,16 @@ if [ -d "$device" ]; then
   ndev=$(wc -w <<<"$dev")
   want=$(printf '%s\n' $want $dev | sort -u)
 fi
-# In no header, but in NCCL's library: kept for parity.
+# In no header, but in NCCL's library: kept for parity. And newer NCCL releases' functions,
+# exported as not supported (src/compat/nccl/newer_api.cc lists them), each with its alias.
 internal="ncclResetDebugInitInternal"
+newer_src=$(dirname "$0")/../../src/compat/nccl/newer_api.cc
+newer=""
+if [ -f "$newer_src" ]; then
+  newer=$(grep -oE '^CORAL_NCCL_NEWER\(nccl[A-Za-z0-9_]+\)|void ncclParamDumpAll' "$newer_src" |
+    grep -oE 'nccl[A-Za-z0-9_]+' | sort -u)
+  internal="$internal $newer $(printf 'p%s ' $newer)"
+fi
 have=$(exports "$lib")
 fails=0
 n=0
@@ -44,5 +52,5 @@ if [ -n "$real" ] && [ -f "$real" ]; then
   echo "compared with $real"
 fi
 [ "$n" -ge 40 ] || { echo "FAIL: found only $n declarations in $header"; fails=$((fails + 1)); }
-[ $fails -eq 0 ] && echo "exports: all $n functions of $header ($ndev of them nccl_device.h's), with pnccl aliases, and nothing else"
+[ $fails -eq 0 ] && echo "exports: all $n functions of $header ($ndev of them nccl_device.h's, $(wc -w <<<"$newer") of newer NCCL releases), with pnccl aliases, and nothing else"
 exit $((fails > 0))

@@ -329,6 +329,11 @@ static int bad_arguments(int rank, int nranks, ncclUniqueId id) {
   return failures;
 }
 
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 29, 7)
+/* NCCL 2.29.7's, which the shim exports as not supported for programs built against it. */
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+#endif
+
 /* One thread, three communicators on one device (ncclCommInitAll), driven in one group as
  * nccl-tests drives its per-GPU communicators; then the calls around them. */
 static int one_process(void) {
@@ -357,6 +362,9 @@ static int one_process(void) {
   void* handle = NULL;
   EXPECT(ncclCommRegister(comms[0], in[0], sizeof in[0], &handle) == ncclSuccess, "ncclCommRegister");
   EXPECT(ncclCommDeregister(comms[0], handle) == ncclSuccess, "ncclCommDeregister");
+  r = ncclCommSuspend(comms[0], 0);
+  EXPECT(r == ncclInvalidUsage && strstr(ncclGetLastError(comms[0]), "newer NCCL"),
+         "ncclCommSuspend (a newer NCCL's) gave %s: %s", ncclGetErrorString(r), ncclGetLastError(comms[0]));
   EXPECT(ncclGroupSimulateEnd(NULL) == ncclInvalidUsage, "ncclGroupSimulateEnd without a group");
   ncclSimInfo_t sim0 = NCCL_SIM_INFO_INITIALIZER;
   EXPECT(ncclGroupSimulateEnd(&sim0) == ncclInvalidUsage, "ncclGroupSimulateEnd without a group");
