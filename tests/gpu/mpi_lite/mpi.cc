@@ -34,29 +34,22 @@ coralComm_t comm_of(const char* call, MPI_Comm c) {
   return g_comms[c];
 }
 
-// MPI's predefined types by handle (mpi.h numbers them 1..MPI_DOUBLE): Coral's type.
-constexpr coralDataType_t kTypes[] = {coralUint8, coralInt8,  coralInt32,  coralUint32,  coralInt64,  coralUint64,
-                                      coralInt64, coralInt64, coralUint64, coralFloat32, coralFloat64};
+// MPI's predefined types by handle (mpi.h numbers them 1..MPI_DOUBLE): Coral's type and size.
+struct TypeInfo {
+  coralDataType_t coral;
+  size_t size;
+};
+constexpr TypeInfo kTypes[] = {{coralUint8, 1},  {coralInt8, 1},    {coralInt32, 4},  {coralUint32, 4},
+                               {coralInt64, 8},  {coralUint64, 8},  {coralInt64, 8},  {coralInt64, 8},
+                               {coralUint64, 8}, {coralFloat32, 4}, {coralFloat64, 8}};
 static_assert(std::size(kTypes) == MPI_DOUBLE, "one entry per MPI type");
 
-coralDataType_t coral_type(const char* call, MPI_Datatype t) {
+const TypeInfo& type_info(const char* call, MPI_Datatype t) {
   if (t < MPI_BYTE || t > MPI_DOUBLE) fatal(call, "unsupported datatype");
   return kTypes[t - MPI_BYTE];
 }
-
-size_t type_size(const char* call, MPI_Datatype t) {
-  switch (coral_type(call, t)) {
-    case coralUint8:
-    case coralInt8:
-      return 1;
-    case coralInt32:
-    case coralUint32:
-    case coralFloat32:
-      return 4;
-    default:
-      return 8;
-  }
-}
+coralDataType_t coral_type(const char* call, MPI_Datatype t) { return type_info(call, t).coral; }
+size_t type_size(const char* call, MPI_Datatype t) { return type_info(call, t).size; }
 
 coralRedOp_t coral_op(const char* call, MPI_Op op) {
   switch (op) {
