@@ -29,8 +29,7 @@ void CancelToken::detach(int fd) {
 TcpStore::TcpStore(const net::SockAddr& server, const wire::Secret& secret, std::chrono::milliseconds timeout,
                    std::shared_ptr<CancelToken> cancel)
     : server_(server.str()), addr_(server), secret_(secret), cancel_(std::move(cancel)) {
-  const auto now = net::Clock::now();
-  connect(std::min(now + timeout, now + std::chrono::duration_cast<net::Clock::duration>(kConnectLimit)));
+  connect(net::Clock::now() + std::min<std::chrono::milliseconds>(timeout, kConnectLimit));
 }
 
 TcpStore::~TcpStore() { close_fd(); }
@@ -58,8 +57,11 @@ Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& val
     fail(coralInvalidArgument, "store: key or value too large");
   std::lock_guard<std::mutex> lock(mu_);
   auto deadline = net::Clock::now() + timeout;
-  if (cancel_ && cancel_->cancelled())
-    fail(coralRemoteError, "store " + server_ + ": given up (the communicator's creation was aborted)");
+  auto check_cancelled = [&] {
+    if (cancel_ && cancel_->cancelled())
+      fail(coralRemoteError, "store " + server_ + ": given up (the communicator's creation was aborted)");
+  };
+  check_cancelled();
   // A wait that timed out closed the connection (its reply could still come); the store itself
   // is most likely alive, and a shrink after a peer's death needs it: connect afresh. Briefly: a
   // refusal now means the store is gone, and other users of this client wait on mu_.
@@ -74,8 +76,7 @@ Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& val
     return exchange(type, key, value, deadline);
   } catch (const Error& e) {
     close_fd();  // a reply may still be in flight: the stream is out of step now
-    if (cancel_ && cancel_->cancelled())
-      fail(coralRemoteError, "store " + server_ + ": given up (the communicator's creation was aborted)");
+    check_cancelled();
     if (e.code() == coralTimeout) fail(coralTimeout, "store " + server_ + ": timed out waiting for '" + key + "'");
     throw;
   }

@@ -178,8 +178,9 @@ else
     ranks=$(grep -oE "Rank +[0-9]+ Group" "$log" | sort -u | wc -l)
     [ "$ranks" -ge "$n" ] || { note "[FAIL] nccl_${t}_${n}r: $ranks ranks listed, not one job of $n ranks"; status=1; }
   }
-  for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do nccl_test 1 $t; done
-  for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do nccl_test 2 $t; done
+  for n in 1 2; do
+    for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do nccl_test $n $t; done
+  done
   [ "$quick" = 1 ] || nccl_test 4 all_reduce
 fi
 

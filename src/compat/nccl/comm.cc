@@ -124,8 +124,7 @@ ncclResult_t config_from(const ncclConfig_t* in, coralConfig_t* out, bool* block
                   std::string(fn) + ": config.blocking must be 0 or 1, not " + std::to_string(in->blocking));
     *blocking = in->blocking == 1;
   }
-  (void)out;  // the other fields tune NCCL's kernels; Coral has its own tuner
-  return ncclSuccess;
+  return ncclSuccess;  // the other fields tune NCCL's kernels; Coral has its own tuner
 }
 
 }  // namespace coral_nccl
@@ -251,7 +250,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclCom
   const OnDevice on_device(comm);
   // NCCL_SHRINK_ABORT ends the parent's operations in flight first: a revoke. Coral's shrink
   // itself works on a failed parent, so it needs nothing else.
-  if (flags == NCCL_SHRINK_ABORT && !comm->revoked) {
+  if (flags == NCCL_SHRINK_ABORT) {
     if (ncclResult_t e = ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); e != ncclSuccess) return e;
   }
   const coralResult_t r = coralCommShrink(comm->coral, exclude, nexclude, &c);  // before `c` is read

@@ -15,8 +15,8 @@ struct ncclComm {
   int nranks = 0;
   int device = -1;       // the current GPU at init (ncclCommCuDevice)
   bool blocking = true;  // config.blocking
-  std::atomic<bool> revoked{
-      false};  // ncclCommRevoke (maybe from a watchdog thread): only destroy, split and shrink remain
+  // ncclCommRevoke, maybe from a watchdog thread: only destroy, split and shrink remain.
+  std::atomic<bool> revoked{false};
 };
 
 namespace coral_nccl {
