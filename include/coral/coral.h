@@ -136,12 +136,13 @@ CORAL_API coralResult_t coralCommGetFailedRanks(coralComm_t comm, int* ranks, in
 /* Waits for this rank's outstanding operations, then frees the communicator. */
 CORAL_API coralResult_t coralCommDestroy(coralComm_t comm);
 /* Marks the communicator failed (peers' pending calls return coralRemoteError) and frees it.
- * One still being created by coralCommInitRankConfig (blocking = 0) is given up: its waits for
- * peers end at once. */
+ * One still being created in the background (coralCommInitRankConfig with blocking = 0, or a
+ * split or shrink of such a communicator) is given up: its waits for peers end at once. */
 CORAL_API coralResult_t coralCommAbort(coralComm_t comm);
 /* Marks the communicator failed without freeing it: this rank's pending and later operations on
  * it and its peers' pending ones end with coralRemoteError naming this rank. Safe while other
- * threads wait on its requests (as a watchdog that gives up on a stuck call does); afterwards
+ * threads wait on its requests (as a watchdog that gives up on a stuck call does), including a
+ * first call on device buffers still waiting for a peer to connect its links; afterwards
  * only coralCommShrink, coralCommGetFailedRanks, coralCommGetAsyncError, coralCommDestroy and
  * coralCommAbort are of use. A communicator still being created gives coralInProgress. */
 CORAL_API coralResult_t coralCommRevoke(coralComm_t comm);

@@ -1,5 +1,6 @@
 #include "bootstrap/mem_store.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -16,6 +17,19 @@ Bytes MemStore::get(const std::string& key, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!cv_.wait_for(lock, timeout, [&] { return data_.count(key) > 0; }))
     fail(coralTimeout, "store: timed out waiting for key '" + key + "'");
+  return data_[key];
+}
+
+Bytes MemStore::get_or_cancel(const std::string& key, std::chrono::milliseconds timeout, CancelToken& cancel) {
+  // A test store: the token has no socket to shut down here, so the wait looks every 10 ms.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (cancel.cancelled() || !data_.count(key)) {
+    if (cancel.cancelled()) fail(coralRemoteError, "store: wait for '" + key + "' given up (communicator aborted)");
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) fail(coralTimeout, "store: timed out waiting for key '" + key + "'");
+    cv_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(10)));
+  }
   return data_[key];
 }
 

@@ -12,6 +12,7 @@ class MemStore : public Store {
  public:
   void set(const std::string& key, const Bytes& value) override;
   Bytes get(const std::string& key, std::chrono::milliseconds timeout) override;
+  Bytes get_or_cancel(const std::string& key, std::chrono::milliseconds timeout, CancelToken& cancel) override;
   int64_t add(const std::string& key, int64_t delta) override;
 
  private:

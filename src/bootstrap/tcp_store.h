@@ -41,23 +41,6 @@ class TcpStoreServer {
 int start_detached_store_server(const net::SockAddr& addr, const wire::Secret& secret,
                                 std::chrono::milliseconds idle_timeout);
 
-// Gives up a communicator's creation from another thread (coralCommAbort): waits in the stores
-// attached to it end at once with coralRemoteError, and their later requests fail.
-class CancelToken {
- public:
-  void cancel();
-  bool cancelled() const { return cancelled_.load(); }
-  const std::atomic<bool>* flag() const { return &cancelled_; }
-  // A store's connection while it is open; a cancel shuts it down (never a closed, reused fd).
-  void attach(int fd);
-  void detach(int fd);
-
- private:
-  std::mutex mu_;
-  std::atomic<bool> cancelled_{false};
-  std::vector<int> fds_;
-};
-
 class TcpStore : public Store {
  public:
   // Connecting waits for the server at most min(timeout, kConnectLimit): it is up by the time
@@ -69,11 +52,14 @@ class TcpStore : public Store {
   ~TcpStore() override;
   void set(const std::string& key, const Bytes& value) override;
   Bytes get(const std::string& key, std::chrono::milliseconds timeout) override;
+  Bytes get_or_cancel(const std::string& key, std::chrono::milliseconds timeout, CancelToken& cancel) override;
   int64_t add(const std::string& key, int64_t delta) override;
   std::string address() const override { return server_; }
 
  private:
-  Bytes request(wire::Msg type, const std::string& key, const Bytes& value, std::chrono::milliseconds timeout);
+  // extra: a token guarding this request alone (a communicator's, where the client is shared).
+  Bytes request(wire::Msg type, const std::string& key, const Bytes& value, std::chrono::milliseconds timeout,
+                CancelToken* extra = nullptr);
   // Under mu_: connects and presents the secret; sends one frame and reads its reply; closes.
   void connect(net::Clock::time_point deadline);
   Bytes exchange(wire::Msg type, const std::string& key, const Bytes& value, net::Clock::time_point deadline);
@@ -83,7 +69,8 @@ class TcpStore : public Store {
   std::string server_;
   net::SockAddr addr_;
   wire::Secret secret_;
-  std::shared_ptr<CancelToken> cancel_;
+  std::shared_ptr<CancelToken> cancel_;  // the client's own: every request
+  CancelToken* extra_ = nullptr;         // under mu_: the current request's
 };
 
 }  // namespace coral::bootstrap

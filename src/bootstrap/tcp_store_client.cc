@@ -9,23 +9,6 @@
 
 namespace coral::bootstrap {
 
-void CancelToken::cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cancelled_ = true;
-  for (int fd : fds_) shutdown(fd, SHUT_RDWR);  // wakes a wait in recv; the owner closes
-}
-
-void CancelToken::attach(int fd) {
-  std::lock_guard<std::mutex> lock(mu_);
-  fds_.push_back(fd);
-  if (cancelled_) shutdown(fd, SHUT_RDWR);
-}
-
-void CancelToken::detach(int fd) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::erase(fds_, fd);
-}
-
 TcpStore::TcpStore(const net::SockAddr& server, const wire::Secret& secret, std::chrono::milliseconds timeout,
                    std::shared_ptr<CancelToken> cancel)
     : server_(server.str()), addr_(server), secret_(secret), cancel_(std::move(cancel)) {
@@ -37,6 +20,7 @@ TcpStore::~TcpStore() { close_fd(); }
 void TcpStore::close_fd() {
   if (fd_ < 0) return;
   if (cancel_) cancel_->detach(fd_);
+  if (extra_) extra_->detach(fd_);
   close(fd_);
   fd_ = -1;
 }
@@ -44,6 +28,7 @@ void TcpStore::close_fd() {
 void TcpStore::connect(net::Clock::time_point deadline) {
   fd_ = net::connect_retry(addr_, deadline, cancel_ ? cancel_->flag() : nullptr);
   if (cancel_) cancel_->attach(fd_);
+  if (extra_) extra_->attach(fd_);
   try {
     exchange(wire::Msg::Hello, "", Bytes(secret_.begin(), secret_.end()), deadline);
   } catch (...) {
@@ -52,7 +37,8 @@ void TcpStore::connect(net::Clock::time_point deadline) {
   }
 }
 
-Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& value, std::chrono::milliseconds timeout) {
+Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& value, std::chrono::milliseconds timeout,
+                        CancelToken* extra) {
   if (key.size() > wire::kMaxKey || value.size() > wire::kMaxValue)
     fail(coralInvalidArgument, "store: key or value too large");
   std::lock_guard<std::mutex> lock(mu_);
@@ -60,8 +46,29 @@ Bytes TcpStore::request(wire::Msg type, const std::string& key, const Bytes& val
   auto check_cancelled = [&] {
     if (cancel_ && cancel_->cancelled())
       fail(coralRemoteError, "store " + server_ + ": given up (the communicator's creation was aborted)");
+    if (extra && extra->cancelled())
+      fail(coralRemoteError,
+           "store " + server_ + ": wait for '" + key + "' given up (communicator aborted or revoked)");
   };
   check_cancelled();
+  // The request's own token watches the shared connection only while this request uses it.
+  struct Guard {
+    TcpStore& s;
+    CancelToken* extra;
+    Guard(TcpStore& st, CancelToken* e) : s(st), extra(e) {
+      s.extra_ = extra;
+      if (extra && s.fd_ >= 0) extra->attach(s.fd_);
+    }
+    ~Guard() {
+      // A cancel may have shut the connection down even though the reply came: the next
+      // request, maybe another communicator's, connects afresh instead of failing on it.
+      if (extra && extra->cancelled())
+        s.close_fd();
+      else if (extra && s.fd_ >= 0)
+        extra->detach(s.fd_);
+      s.extra_ = nullptr;
+    }
+  } guard(*this, extra);
   // A wait that timed out closed the connection (its reply could still come); the store itself
   // is most likely alive, and a shrink after a peer's death needs it: connect afresh. Briefly: a
   // refusal now means the store is gone, and other users of this client wait on mu_.
@@ -113,6 +120,10 @@ void TcpStore::set(const std::string& key, const Bytes& value) {
 
 Bytes TcpStore::get(const std::string& key, std::chrono::milliseconds timeout) {
   return request(wire::Msg::Get, key, {}, timeout);
+}
+
+Bytes TcpStore::get_or_cancel(const std::string& key, std::chrono::milliseconds timeout, CancelToken& cancel) {
+  return request(wire::Msg::Get, key, {}, timeout, &cancel);
 }
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {

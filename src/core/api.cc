@@ -91,6 +91,7 @@ coralResult_t coralCommAbort(coralComm_t comm) {
     // A creation still under way may wait on a peer for the whole timeout: give it up first.
     if (comm->cancel_init && !comm->ready.load(std::memory_order_acquire)) comm->cancel_init->cancel();
     if (comm->init.joinable()) comm->init.join();
+    if (comm->impl) comm->impl->cancel_store_waits();
     if (comm->impl) comm->impl->abort("rank " + std::to_string(comm->impl->rank()) + " called coralCommAbort");
     delete comm;
   });
@@ -99,6 +100,7 @@ coralResult_t coralCommAbort(coralComm_t comm) {
 coralResult_t coralCommRevoke(coralComm_t comm) {
   return guard(nullptr, "coralCommRevoke", [&] {
     coral::Communicator& c = need(comm);
+    c.cancel_store_waits();  // a first device call may be connecting its links
     c.abort("rank " + std::to_string(c.rank()) + " revoked the communicator (coralCommRevoke)");
   });
 }

@@ -29,10 +29,12 @@ coralResult_t coralCommSplit(coralComm_t comm, int color, int key, coralComm_t* 
     if (!plan) return;
     if (comm->nonblocking) {
       background = true;
-      *newcomm = create_in_background("coralCommSplit", c.child_maker(*plan));
+      auto cancel = std::make_shared<coral::bootstrap::CancelToken>();
+      *newcomm = create_in_background("coralCommSplit", c.child_maker(*plan, cancel));
+      (*newcomm)->cancel_init = cancel;
       return;
     }
-    *newcomm = new coralComm(c.child_maker(*plan)());
+    *newcomm = new coralComm(c.child_maker(*plan, nullptr)());
   });
   return rc == coralSuccess && background ? coralInProgress : rc;
 }
@@ -55,10 +57,12 @@ coralResult_t coralCommShrink(coralComm_t comm, const int* excludeRanks, int exc
     if (std::binary_search(ex.begin(), ex.end(), c.rank()))
       fail(coralInvalidArgument,
            fmt::format("excludeRanks holds this rank ({}): excluded ranks do not call coralCommShrink", c.rank()));
-    auto make = c.shrink_maker(ex);
+    auto cancel = comm->nonblocking ? std::make_shared<coral::bootstrap::CancelToken>() : nullptr;
+    auto make = c.shrink_maker(ex, cancel);
     if (comm->nonblocking) {
       background = true;
       *newcomm = create_in_background("coralCommShrink", std::move(make));
+      (*newcomm)->cancel_init = cancel;
       return;
     }
     *newcomm = new coralComm(make());

@@ -67,8 +67,14 @@ void Communicator::check_settings() {
 }
 
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks,
-                           double timeout_s)
-    : store_(std::move(store)), prefix_(prefix), timeout_override_(timeout_s), rank_(rank), nranks_(nranks) {
+                           double timeout_s, std::shared_ptr<bootstrap::CancelToken> cancel)
+    : cancel_(cancel ? std::move(cancel) : std::make_shared<bootstrap::CancelToken>()),
+      shared_store_(std::move(store)),
+      store_(std::make_shared<bootstrap::CancellableStore>(shared_store_, cancel_)),
+      prefix_(prefix),
+      timeout_override_(timeout_s),
+      rank_(rank),
+      nranks_(nranks) {
   log::set_thread_rank(rank);
   settings_ = config::Settings::from_env();
   if (timeout_s > 0) settings_.timeout_s = timeout_s;

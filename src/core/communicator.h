@@ -33,8 +33,10 @@ class Communicator {
   // Collective over all ranks: exchanges host ids, connects transports, then a barrier.
   // prefix scopes this communicator's keys in the store.
   // timeout_s > 0 overrides CORAL_TIMEOUT for this communicator.
+  // cancel (made here when null) gives up the store waits of the creation and of the links made
+  // later (cancel_store_waits); the store itself may be shared with other communicators.
   Communicator(std::shared_ptr<bootstrap::Store> store, const std::string& prefix, int rank, int nranks,
-               double timeout_s = 0);
+               double timeout_s = 0, std::shared_ptr<bootstrap::CancelToken> cancel = nullptr);
   ~Communicator();
   // The checks of this process's settings the constructor makes, without it: a caller runs
   // them before it connects to the store, so that a setting every rank rejects fails every
@@ -50,12 +52,15 @@ class Communicator {
     int rank, size;
   };
   std::optional<SplitPlan> plan_split(int color, int key);
-  std::function<std::unique_ptr<Communicator>()> child_maker(const SplitPlan& plan) const;
+  // cancel: the child's token (coralCommAbort of a child still being made gives it up).
+  std::function<std::unique_ptr<Communicator>()> child_maker(const SplitPlan& plan,
+                                                             std::shared_ptr<bootstrap::CancelToken> cancel) const;
   // coralCommShrink: the ranks but `exclude` (sorted, distinct), through a new rendezvous served
   // by the lowest survivor, so that it works whichever ranks (and store host) died.
   // Takes what it needs now; the returned maker makes the child, on any thread, even once this
   // communicator is gone.
-  std::function<std::unique_ptr<Communicator>()> shrink_maker(const std::vector<int>& exclude);
+  std::function<std::unique_ptr<Communicator>()> shrink_maker(const std::vector<int>& exclude,
+                                                              std::shared_ptr<bootstrap::CancelToken> cancel);
   // The peers whose process or connection is gone, as the transports see it now (ascending).
   std::vector<int> failed_ranks();
 
@@ -125,6 +130,10 @@ class Communicator {
   std::unique_ptr<Registration> remove_registration(void* handle);
   // Marks the communicator failed and tells local peers.
   void abort(const std::string& why);
+  // coralCommRevoke, coralCommAbort: this communicator's waits on the store (device links being
+  // connected by a first device call) end at once, and so do later ones; other users of the
+  // store go on.
+  void cancel_store_waits() { cancel_->cancel(); }
   coralResult_t async_error() const;
   std::string last_error() const;
   void set_last_error(const std::string& msg);
@@ -175,7 +184,9 @@ class Communicator {
   // Before a rooted collective: all ranks agree on its root, or all fail with coralInvalidUsage.
   void agree_root(const collectives::CollArgs& a, bool background);
 
-  std::shared_ptr<bootstrap::Store> store_;
+  std::shared_ptr<bootstrap::CancelToken> cancel_;
+  std::shared_ptr<bootstrap::Store> shared_store_;  // as given: children meet in it too
+  std::shared_ptr<bootstrap::Store> store_;         // shared_store_ through cancel_
   std::string prefix_;
   double timeout_override_;  // the creator's timeout_s (0: CORAL_TIMEOUT), inherited by children
   uint64_t split_seq_ = 0, shrink_seq_ = 0;

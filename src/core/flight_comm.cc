@@ -20,12 +20,14 @@ void Communicator::start_flight() {
   flight_peers_.read = [this](int r) { return rank_status(r); };
   // Every rank of this host as seen from here, this one's included: a rank that is stopped or
   // idle publishes nothing itself, but its local peers see its board and the kernel's word.
+  // Through the shared store, not this communicator's cancellable view: the records explain a
+  // failure, a revoke's included.
   if (tuner_.params().hosts > 1)
     flight_peers_.publish = [this] {
       try {
         for (int r = 0; r < nranks_; ++r)
           if (host_index_[r] == host_index_[rank_] && (r == rank_ || host_.domain_of[r]))
-            store_->set(fmt::format("{}/flight/{}", prefix_, r), bootstrap::to_bytes(rank_status(r).to_bytes()));
+            shared_store_->set(fmt::format("{}/flight/{}", prefix_, r), bootstrap::to_bytes(rank_status(r).to_bytes()));
       } catch (const Error&) {  // the store is gone too: the error says what this rank knows
       }
     };
@@ -38,8 +40,8 @@ FlightStatus Communicator::rank_status(int r) {
     if (const void* b = d->peer_board(r)) return FlightStatus::read(*static_cast<const FlightBoard*>(b));
   if (!flight_peers_.publish || host_index_[r] == host_index_[rank_]) return {};
   try {
-    return FlightStatus::from_bytes(
-        bootstrap::to_string(store_->get(fmt::format("{}/flight/{}", prefix_, r), std::chrono::milliseconds(200))));
+    return FlightStatus::from_bytes(bootstrap::to_string(
+        shared_store_->get(fmt::format("{}/flight/{}", prefix_, r), std::chrono::milliseconds(200))));
   } catch (const Error&) {
     return {};
   }

@@ -27,7 +27,7 @@ struct coralComm {
   // Made with coralConfig_t::blocking = 0: so are the communicators split or shrunk from it.
   bool nonblocking = false;
   // Gives up the background creation (coralCommAbort before it is done): its waits on the
-  // store end at once. Null where the creation shares its parent's store (split, shrink).
+  // store end at once.
   std::shared_ptr<coral::bootstrap::CancelToken> cancel_init;
   ~coralComm() {
     if (init.joinable()) init.join();

@@ -43,10 +43,11 @@ std::optional<Communicator::SplitPlan> Communicator::plan_split(int color, int k
   return SplitPlan{fmt::format("{}/s{}c{}", prefix_, seq, color), me, static_cast<int>(members.size())};
 }
 
-std::function<std::unique_ptr<Communicator>()> Communicator::child_maker(const SplitPlan& plan) const {
+std::function<std::unique_ptr<Communicator>()> Communicator::child_maker(
+    const SplitPlan& plan, std::shared_ptr<bootstrap::CancelToken> cancel) const {
   // By value: a background creation must not need the parent, which its owner may destroy.
-  return [store = store_, plan, timeout = timeout_override_, keep = keepalive_] {
-    auto child = std::make_unique<Communicator>(store, plan.prefix, plan.rank, plan.size, timeout);
+  return [store = shared_store_, plan, timeout = timeout_override_, keep = keepalive_, cancel] {
+    auto child = std::make_unique<Communicator>(store, plan.prefix, plan.rank, plan.size, timeout, cancel);
     child->keepalive_ = keep;
     return child;
   };
@@ -113,7 +114,8 @@ std::vector<int> Communicator::failed_ranks() {
   return failed;
 }
 
-std::function<std::unique_ptr<Communicator>()> Communicator::shrink_maker(const std::vector<int>& exclude) {
+std::function<std::unique_ptr<Communicator>()> Communicator::shrink_maker(
+    const std::vector<int>& exclude, std::shared_ptr<bootstrap::CancelToken> cancel) {
   std::vector<int> alive;
   for (int q = 0; q < nranks_; ++q)
     if (!std::binary_search(exclude.begin(), exclude.end(), q)) alive.push_back(q);
@@ -132,7 +134,9 @@ std::function<std::unique_ptr<Communicator>()> Communicator::shrink_maker(const 
         log::info(log::Init, "shrink: rank {} serves the survivors' rendezvous at {}", rank, root_addr);
       }
     }
-    auto store = std::make_shared<bootstrap::TcpStore>(net::resolve(root_addr), secret, timeout);
+    // The survivors' own store, which the child's splits share: the token (coralCommAbort while
+    // the shrink is under way) ends all its use, connecting included.
+    auto store = std::make_shared<bootstrap::TcpStore>(net::resolve(root_addr), secret, timeout, cancel);
     const int me = static_cast<int>(std::find(alive.begin(), alive.end(), rank) - alive.begin());
     agree_exclude(*store, prefix, rank, root, alive, list_text(exclude), timeout);
     log::info(log::Init, "shrink {}: excluding {} -> rank {} of {}", seq, list_text(exclude), me, alive.size());

@@ -129,6 +129,54 @@ TEST_CASE("TCP store: a cancel ends a wait at once, and later requests fail") {
   CHECK_THROWS_AS(bootstrap::TcpStore(net::resolve("127.0.0.1", 1), secret, 60s, token), Error);
 }
 
+namespace {
+
+// One communicator's view of a shared store (a split child's): cancelling it ends that view's
+// wait, while the store goes on serving its other users, over the same client.
+void view_cancel(std::shared_ptr<bootstrap::Store> shared) {
+  auto token = std::make_shared<bootstrap::CancelToken>();
+  bootstrap::CancellableStore view(shared, token);
+  view.set("seen", bootstrap::to_bytes("1"));
+  CHECK(bootstrap::to_string(shared->get("seen", 1s)) == "1");
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(100ms);
+    token->cancel();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    view.get("never", 30s);
+    FAIL("the view's wait was not given up");
+  } catch (const Error& e) {
+    CHECK(e.code() == coralRemoteError);
+    CHECK_THAT(e.what(), Catch::Contains("given up"));
+  }
+  canceller.join();
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  // The view stays given up; the store does not.
+  CHECK_THROWS_AS(view.get("seen", 1s), Error);
+  CHECK_THROWS_AS(view.set("later", bootstrap::to_bytes("x")), Error);
+  shared->set("after", bootstrap::to_bytes("2"));
+  CHECK(bootstrap::to_string(shared->get("after", 1s)) == "2");
+  CHECK(shared->add("count", 3) == 3);
+  // A cancel after the reply came leaves the client usable too.
+  auto late = std::make_shared<bootstrap::CancelToken>();
+  bootstrap::CancellableStore second(shared, late);
+  CHECK(bootstrap::to_string(second.get("after", 1s)) == "2");
+  late->cancel();
+  CHECK(bootstrap::to_string(shared->get("seen", 1s)) == "1");
+}
+
+}  // namespace
+
+TEST_CASE("a cancelled view of a shared store gives up its wait; the store serves on") {
+  SECTION("TCP") {
+    bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
+    bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, 0ms);
+    view_cancel(std::make_shared<bootstrap::TcpStore>(net::resolve("127.0.0.1", server.port()), secret, 60s));
+  }
+  SECTION("in memory") { view_cancel(std::make_shared<bootstrap::MemStore>()); }
+}
+
 TEST_CASE("TCP store refuses random bytes and wrong secrets; the job still works") {
   bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
   bootstrap::TcpStoreServer server(net::resolve("127.0.0.1", 0), secret, false, 0ms);

@@ -1,0 +1,166 @@
+// Waits on the rendezvous store that a peer which never comes would stretch to the whole
+// timeout end at once when the application gives up: coralCommAbort of a split or shrink child
+// still being made in the background, and coralCommRevoke while a first device call connects
+// its links. The timeout is a minute away: a call that ends in seconds ended because of them.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/thread_ranks.h"
+#include "gpu/runtime.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Timeout {
+  Timeout() { setenv("CORAL_TIMEOUT", "60", 1); }
+  ~Timeout() { unsetenv("CORAL_TIMEOUT"); }
+};
+
+coralResult_t wait_up(coralComm_t c) {
+  coralResult_t st = coralInProgress;
+  while (st == coralInProgress) coralCommGetAsyncError(c, &st);
+  return st;
+}
+
+// p ranks on non-blocking communicators; body(rank, comm) reports "" for success.
+std::string on_nonblocking_ranks(int p, const std::function<std::string(int, coralComm_t)>& body) {
+  coralUniqueId id;
+  if (coralGetUniqueId(&id) != coralSuccess) return "coralGetUniqueId failed";
+  std::vector<std::string> errors(p);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
+      cfg.blocking = 0;
+      coralComm_t comm = nullptr;
+      if (coralCommInitRankConfig(&comm, p, id, r, &cfg) != coralInProgress || wait_up(comm) != coralSuccess) {
+        errors[r] = fmt::format("rank {}: init failed: {}", r, coralGetLastError(comm));
+        return;
+      }
+      errors[r] = body(r, comm);
+      coralCommDestroy(comm);
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (!e.empty()) return e;
+  return "";
+}
+
+// Aborts child, still coming up, 200 ms from now; returns how long the abort took (s).
+double abort_later(coralComm_t child) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  coralResult_t st = coralSuccess;
+  coralCommGetAsyncError(child, &st);
+  const auto t0 = Clock::now();
+  coralCommAbort(child);
+  return st == coralInProgress ? since(t0) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("coralCommAbort gives up a background shrink that a survivor never joins") {
+  Timeout t;
+  const std::string err = on_nonblocking_ranks(3, [](int rank, coralComm_t comm) -> std::string {
+    // Ranks 0 and 1 shrink, excluding no one: the rendezvous waits for rank 2, which does not come.
+    if (rank == 2) return "";
+    coralComm_t child = nullptr;
+    const coralResult_t rc = coralCommShrink(comm, nullptr, 0, &child);
+    if (rc != coralInProgress) return fmt::format("rank {}: shrink gave {}, not coralInProgress", rank, int(rc));
+    const double took = abort_later(child);
+    if (took < 0) return fmt::format("rank {}: the shrink came up without rank 2", rank);
+    if (took > 10) return fmt::format("rank {}: coralCommAbort waited {:.1f} s for the shrink", rank, took);
+    return "";
+  });
+  CHECK(err == "");
+}
+
+namespace {
+
+// A forked rank of the split test; returns its exit status.
+int split_rank(const coralUniqueId& id, int rank) {
+  coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  coralComm_t comm = nullptr, child = nullptr;
+  if (coralCommInitRankConfig(&comm, 3, id, rank, &cfg) != coralInProgress || wait_up(comm) != coralSuccess) {
+    std::fprintf(stderr, "rank %d: init failed: %s\n", rank, coralGetLastError(comm));
+    return 1;
+  }
+  const coralResult_t rc = coralCommSplit(comm, 0, rank, &child);
+  if (rc != coralInProgress) {
+    std::fprintf(stderr, "rank %d: split gave %d, not coralInProgress\n", rank, static_cast<int>(rc));
+    return 1;
+  }
+  if (rank == 2) _exit(0);  // dies with its part of the child's rendezvous undone
+  const double took = abort_later(child);
+  coralCommAbort(comm);
+  if (took > 10) {
+    std::fprintf(stderr, "rank %d: coralCommAbort waited %.1f s for the split\n", rank, took);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("coralCommAbort gives up a background split whose member died") {
+  Timeout t;
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);  // its store is served from this process
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 3; ++r) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) _exit(split_rank(id, r));
+    pids.push_back(pid);
+  }
+  for (int r = 0; r < 3; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    INFO("rank " << r << " (its message, if any, is on stderr)");
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+}
+
+TEST_CASE("coralCommRevoke ends a first device call that waits for a peer's links") {
+  INFO("needs a GPU, or the stand-in one (CORAL_GPU_EMULATE=1, as meson test sets)");
+  REQUIRE(coral::gpu::usable());
+  Timeout t;
+  std::atomic<bool> done{false};
+  const std::string err = on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+    if (rank == 1) {  // makes no device call: rank 0's links never meet it
+      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return "";
+    }
+    const size_t n = 1024;
+    void* buf = coral::gpu::alloc_device(n * sizeof(float));
+    std::thread watchdog([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      coralCommRevoke(comm);
+    });
+    const auto t0 = Clock::now();
+    const coralResult_t rc = coralAllReduce(buf, buf, n, coralFloat32, coralSum, comm, nullptr);
+    const double took = since(t0);
+    watchdog.join();
+    done = true;
+    const std::string msg = coralGetLastError(comm);
+    coral::gpu::free_device(buf);
+    if (rc == coralSuccess) return "rank 0: the device all-reduce succeeded without rank 1";
+    if (took > 10) return fmt::format("rank 0: the device all-reduce ended {:.1f} s after the start: {}", took, msg);
+    if (msg.find("given up") == std::string::npos && msg.find("revoked") == std::string::npos)
+      return "rank 0: the error does not say the wait was given up: " + msg;
+    return "";
+  });
+  CHECK(err == "");
+}
