@@ -36,4 +36,5 @@ extern int g_rank;
 
 int suite_collectives(int rank, int nranks, ncclUniqueId id);
 int suite_faults(void);
+int suite_watchdog(void);
 #endif

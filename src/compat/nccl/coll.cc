@@ -15,7 +15,10 @@ thread_local std::vector<ncclComm_t> t_inits;  // blocking creations started in 
 coralDataType_t dt(ncclDataType_t t) { return static_cast<coralDataType_t>(t); }
 coralRedOp_t op(ncclRedOp_t o) { return static_cast<coralRedOp_t>(o); }
 
+// Counted before the checks, so that an abort from another thread either refuses the call or
+// waits for it.
 #define CHECK_COMM(fn)                                                     \
+  const Inside inside(comm);                                               \
   if (ncclResult_t bad = usable(comm, fn); bad != ncclSuccess) return bad; \
   const OnDevice on_device(comm);
 

@@ -103,6 +103,7 @@ ncclResult_t from(coralResult_t r, coralComm_t comm) {
 ncclResult_t usable(ncclComm_t comm, const char* fn) {
   if (!comm) return fail(ncclInvalidArgument, std::string(fn) + ": comm is NULL");
   if (comm->revoked) return fail(ncclInvalidUsage, std::string(fn) + ": the communicator was revoked");
+  if (comm->aborting) return fail(ncclInvalidUsage, std::string(fn) + ": the communicator is being aborted");
   learn(comm);
   return ncclSuccess;
 }
@@ -201,6 +202,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
   *newcomm = nullptr;
   if (!comm) return fail(ncclInvalidArgument, "ncclCommSplit: comm is NULL");
+  const Inside inside(comm);
+  if (comm->aborting) return fail(ncclInvalidUsage, "ncclCommSplit: the communicator is being aborted");
   coralConfig_t cc = CORAL_CONFIG_INITIALIZER;
   bool blocking = comm->blocking;
   if (ncclResult_t r = config_from(config, &cc, &blocking, "ncclCommSplit"); r != ncclSuccess) return r;
@@ -241,6 +244,8 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclCom
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommShrink: newcomm is NULL");
   *newcomm = nullptr;
   if (!comm) return fail(ncclInvalidArgument, "ncclCommShrink: comm is NULL");
+  const Inside inside(comm);
+  if (comm->aborting) return fail(ncclInvalidUsage, "ncclCommShrink: the communicator is being aborted");
   if (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT)
     return fail(ncclInvalidArgument, "ncclCommShrink: shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT");
   coralConfig_t cc = CORAL_CONFIG_INITIALIZER;
@@ -272,6 +277,11 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
+  comm->aborting = true;
+  // Calls in progress on other threads (one stuck on a peer, say) end with the revoke, which is
+  // safe beside them; the communicator goes once they have left.
+  if (comm->inside.load() > 0) coralCommRevoke(comm->coral);
+  while (comm->inside.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const coralResult_t r = coralCommAbort(comm->coral);
   delete comm;
   return from(r, nullptr);

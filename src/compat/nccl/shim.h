@@ -17,6 +17,10 @@ struct ncclComm {
   bool blocking = true;  // config.blocking
   // ncclCommRevoke, maybe from a watchdog thread: only destroy, split and shrink remain.
   std::atomic<bool> revoked{false};
+  // torch's watchdog calls ncclCommAbort from its own thread while another may be in a call on
+  // the communicator: abort ends those calls and frees the communicator once they have left.
+  std::atomic<int> inside{0};
+  std::atomic<bool> aborting{false};
 };
 
 namespace coral_nccl {
@@ -35,6 +39,22 @@ coralResult_t wait_ready(coralComm_t c);
 // In a group: communicators whose creation ncclGroupEnd waits for (blocking ones).
 void group_track_init(ncclComm_t comm);
 bool in_group();
+
+// A call that uses a communicator, counted before anything checks it (see ncclComm::inside).
+class Inside {
+ public:
+  explicit Inside(ncclComm* comm) : comm_(comm) {
+    if (comm_) comm_->inside.fetch_add(1);
+  }
+  ~Inside() {
+    if (comm_) comm_->inside.fetch_sub(1);
+  }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+
+ private:
+  ncclComm* comm_;
+};
 
 // NCCL runs a communicator's calls on the GPU it was created on, whatever device the caller
 // has current (one thread may drive several GPUs' communicators); Coral runs them on the
