@@ -146,6 +146,10 @@ CORAL_API coralResult_t coralCommAbort(coralComm_t comm);
  * only coralCommShrink, coralCommGetFailedRanks, coralCommGetAsyncError, coralCommDestroy and
  * coralCommAbort are of use. A communicator still being created gives coralInProgress. */
 CORAL_API coralResult_t coralCommRevoke(coralComm_t comm);
+/* Seconds (> 0) that operations starting from now on may wait on a peer, as
+ * coralConfig_t::timeoutSeconds at creation; operations already under way keep theirs. Later
+ * splits inherit it. */
+CORAL_API coralResult_t coralCommSetTimeout(coralComm_t comm, int timeoutSeconds);
 CORAL_API coralResult_t coralCommCount(const coralComm_t comm, int* count);
 CORAL_API coralResult_t coralCommUserRank(const coralComm_t comm, int* rank);
 CORAL_API coralResult_t coralCommGetAsyncError(coralComm_t comm, coralResult_t* asyncError);

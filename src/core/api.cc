@@ -105,6 +105,15 @@ coralResult_t coralCommRevoke(coralComm_t comm) {
   });
 }
 
+coralResult_t coralCommSetTimeout(coralComm_t comm, int timeoutSeconds) {
+  return guard(comm, "coralCommSetTimeout", [&] {
+    coral::Communicator& c = need(comm);
+    if (timeoutSeconds <= 0)
+      fail(coralInvalidArgument, "timeoutSeconds " + std::to_string(timeoutSeconds) + " must be > 0");
+    c.set_timeout(timeoutSeconds);
+  });
+}
+
 coralResult_t coralCommCount(const coralComm_t comm, int* count) {
   return guard(comm, "coralCommCount", [&] {
     if (!count) fail(coralInvalidArgument, "count is NULL");

@@ -58,12 +58,12 @@ bool Communicator::drive(P2PEngine& engine, const std::function<bool()>& between
   bool published = false;
   auto fresh = [&] {
     published = published || (mon && mon->published());
-    mon.emplace(rank_, host_.domain_of.data(), host_.polled, timeout_s_, 0, 0, host_.cpu_gate, flight_peers_);
+    mon.emplace(rank_, host_.domain_of.data(), host_.polled, timeout_s_.load(), 0, 0, host_.cpu_gate, flight_peers_);
   };
   fresh();
   int idle = 0;
   auto moved = Clock::now();
-  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_.load()));
   while (true) {
     const bool own_stream = between();
     if (engine.all_done()) break;
@@ -93,7 +93,7 @@ bool Communicator::drive(P2PEngine& engine, const std::function<bool()>& between
         fail(coralTimeout,
              fmt::format("point-to-point: rank {} waited {} s with nothing moving (CORAL_TIMEOUT or timeoutSeconds); "
                          "a send to or receive from this rank itself without its match?",
-                         rank_, timeout_s_));
+                         rank_, timeout_s_.load()));
     }
   }
   for (auto& d : host_.domains) d->drain(*mon);

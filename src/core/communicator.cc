@@ -89,7 +89,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   collectives::TuneParams& tune = tuner_.params();
   spin_ = settings_.spin;
   kernels::active();  // fail early on a CORAL_KERNEL this CPU lacks
-  auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
+  auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_.load() * 1000));
 
   transport::PeerInfo me{rank, static_cast<int>(getpid()), host_id()};
   const bool probe = settings_.tune_probe;
@@ -142,7 +142,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   for (int q = 0; q < nranks; ++q)
     if (q != rank) others.push_back(q);
   host_ = transport::connect_all(
-      {store_.get(), prefix, &peers, rank, others, timeout_s_, placement_.nic[rank], placement_.rdma[rank]},
+      {store_.get(), prefix, &peers, rank, others, timeout_s_.load(), placement_.nic[rank], placement_.rdma[rank]},
       transport::Memory::Host, collectives::kMinInFlight);
   // More ranks here than cores: a waiting rank yields at once, or the peer it waits for may not
   // get a core for a whole time slice. The cores are those of all local ranks together: a
@@ -356,7 +356,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
   if (!device && !cached.plan.links) cached.plan = compile(s, host_.links, es);
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the
   // caller's computation, which is what non-blocking calls exist to overlap.
-  PeerMonitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_,
+  PeerMonitor mon(rank_, device ? gpu_->domain_of.data() : host_.domain_of.data(), host_.polled, timeout_s_.load(),
                   background ? std::min(spin_, kBackgroundSpin) : spin_,
                   background ? std::min(pause_polls_, kBackgroundSpin) : pause_polls_, host_.cpu_gate, flight_peers_,
                   &usable_);

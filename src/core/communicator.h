@@ -134,6 +134,12 @@ class Communicator {
   // connected by a first device call) end at once, and so do later ones; other users of the
   // store go on.
   void cancel_store_waits() { cancel_->cancel(); }
+  // coralCommSetTimeout: operations that start from now on, and communicators split from this
+  // one, wait on a peer at most seconds.
+  void set_timeout(double seconds) {
+    timeout_s_ = seconds;
+    timeout_override_ = seconds;
+  }
   coralResult_t async_error() const;
   std::string last_error() const;
   void set_last_error(const std::string& msg);
@@ -205,7 +211,7 @@ class Communicator {
   std::vector<transport::PeerInfo> peers_;
   int rank_, nranks_;
   config::Settings settings_;
-  double timeout_s_;
+  std::atomic<double> timeout_s_;  // read by the progress thread; coralCommSetTimeout changes it
   collectives::Tuner tuner_;
   std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
   Placement placement_;

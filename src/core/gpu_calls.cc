@@ -189,7 +189,7 @@ void Communicator::connect_device_links() {
   g.all_local = static_cast<int>(local.size()) == nranks_ - 1;
   g.chunk_bytes = settings_.cuda_ipc_slot_bytes;
   if (g.all_local && !local.empty()) {
-    transport::LinkSet set = transport::connect_all({store_.get(), prefix_, &peers_, rank_, local, timeout_s_},
+    transport::LinkSet set = transport::connect_all({store_.get(), prefix_, &peers_, rank_, local, timeout_s_.load()},
                                                     transport::Memory::Device, collectives::kMinInFlight);
     g.links = std::move(set.links);
     g.domain_of = std::move(set.domain_of);

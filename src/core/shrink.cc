@@ -121,7 +121,7 @@ std::function<std::unique_ptr<Communicator>()> Communicator::shrink_maker(
     if (!std::binary_search(exclude.begin(), exclude.end(), q)) alive.push_back(q);
   const int root = alive.front(), rank = rank_;
   const uint64_t seq = shrink_seq_++;
-  const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_.load() * 1000));
   const std::string prefix = fmt::format("shrink/{}/{}", prefix_, seq), root_addr = rescue_addrs_[root];
   // By value: a background shrink must not need the parent, which its owner may destroy (or
   // abort) meanwhile; the rescue is shared.

@@ -2,6 +2,7 @@
 // timeout end at once when the application gives up: coralCommAbort of a split or shrink child
 // still being made in the background, and coralCommRevoke while a first device call connects
 // its links. The timeout is a minute away: a call that ends in seconds ended because of them.
+// And coralCommSetTimeout, which shortens (or lengthens) the waits of later operations.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +161,33 @@ TEST_CASE("coralCommRevoke ends a first device call that waits for a peer's link
     if (took > 10) return fmt::format("rank 0: the device all-reduce ended {:.1f} s after the start: {}", took, msg);
     if (msg.find("given up") == std::string::npos && msg.find("revoked") == std::string::npos)
       return "rank 0: the error does not say the wait was given up: " + msg;
+    return "";
+  });
+  CHECK(err == "");
+}
+
+TEST_CASE("coralCommSetTimeout bounds later waits, and splits inherit it") {
+  Timeout t;
+  const std::string err = on_ranks(2, [](int rank, coralComm_t comm) -> std::string {
+    if (coralCommSetTimeout(comm, 0) != coralInvalidArgument) return "a timeout of 0 was accepted";
+    if (coralCommSetTimeout(comm, -3) != coralInvalidArgument) return "a negative timeout was accepted";
+    if (coralCommSetTimeout(nullptr, 5) != coralInvalidArgument) return "a NULL communicator was accepted";
+    CALL(coralCommSetTimeout(comm, 1));
+    coralComm_t child = nullptr;
+    CALL(coralCommSplit(comm, 0, rank, &child));
+    // Both receive and nobody sends: each waits for its timeout, one second and not sixty (or
+    // hears of the peer's timeout first).
+    float buf[4];
+    for (coralComm_t c : {child, comm}) {
+      const auto t0 = Clock::now();
+      const coralResult_t rc = coralRecv(buf, 4, coralFloat32, 1 - rank, c, nullptr);
+      const double took = since(t0);
+      const std::string which = c == comm ? "the communicator" : "its split";
+      if (rc != coralTimeout && rc != coralRemoteError)
+        return fmt::format("rank {}: a receive nobody sends on {} gave {}, not a timeout", rank, which, int(rc));
+      if (took > 20) return fmt::format("rank {}: the receive on {} waited {:.1f} s, not about 1 s", rank, which, took);
+    }
+    coralCommDestroy(child);
     return "";
   });
   CHECK(err == "");

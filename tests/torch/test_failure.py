@@ -9,6 +9,8 @@ as soon as one rank dies, before they can report):
           init_process_group (not torch's 30-minute default), naming it.
   absent-init  likewise for a rank that never calls new_group (given the timeout: torch 1.13's
           new_group does not inherit init_process_group's), which fails in Coral's rendezvous.
+  set-timeout  (torch with dist.set_timeout, 2.14) as absent, but the group made with a long
+          timeout that dist.set_timeout then shortens: the others must fail after the short one.
   abort   (torch whose _abort_process_group reaches any backend, 2.14) a rank never joins an
           all_reduce; a watchdog thread on rank 0 aborts the group a second in: both waiting ranks
           raise at once (not at the timeout), naming rank 0's abort.
@@ -35,6 +37,7 @@ WORLD = 3
 KILLS = ("kill", "shrink")  # the scenarios where the victim dies
 KILL_TIMEOUT_S = 20
 ABSENT_TIMEOUT_S = 8
+SET_TIMEOUT_FROM_S = 120  # set-timeout: the group's timeout before dist.set_timeout(ABSENT_TIMEOUT_S)
 ABORT_TIMEOUT_S, ABORT_AFTER_S = 30, 1
 KILL_AT_STEP = 5
 # Start-up (three torch imports on two cores) and teardown allowances, on top of the timeouts.
@@ -66,7 +69,8 @@ def worker(args):
     import coral_torch  # noqa: F401  (registers "coral")
 
     timeout = timeout_of(args.scenario)
-    dist.init_process_group("coral", timeout=datetime.timedelta(seconds=timeout))
+    at_init = SET_TIMEOUT_FROM_S if args.scenario == "set-timeout" else timeout
+    dist.init_process_group("coral", timeout=datetime.timedelta(seconds=at_init))
     rank = dist.get_rank()
     t = torch.ones(16)
     dist.all_reduce(t)  # everyone is up: what follows is the failure, not a slow start
@@ -104,6 +108,8 @@ def worker(args):
             report(args.out, rank, error=str(e), failed_at=failed_at, after=[dist.get_rank(), dist.get_world_size()],
                    sum=x.tolist())
     else:
+        if args.scenario == "set-timeout":
+            dist.set_timeout(datetime.timedelta(seconds=timeout))
         if rank == args.victim:
             report(args.out, rank, absent_from=time.time())
             time.sleep(3600)  # the driver kills it once the others have reported
@@ -117,7 +123,7 @@ def worker(args):
                         dist.distributed_c10d._abort_process_group()
                     threading.Thread(target=watchdog, daemon=True).start()
                 work.wait()
-            elif args.scenario == "absent":
+            elif args.scenario in ("absent", "set-timeout"):
                 dist.all_reduce(t)
             else:
                 dist.new_group(list(range(WORLD)), timeout=datetime.timedelta(seconds=timeout))
@@ -191,7 +197,8 @@ def run(scenario, victim):
                 failures.append(f"rank {r}: the error does not name rank {victim}")
             if scenario in KILLS and not took <= timeout + DETECT_SLACK_S:
                 failures.append(f"rank {r}: failed {took:.1f} s after the kill, beyond the {timeout} s timeout")
-            if scenario in ("absent", "absent-init") and not timeout - 1 <= took <= timeout + DETECT_SLACK_S:
+            waits_out = scenario in ("absent", "absent-init", "set-timeout")
+            if waits_out and not timeout - 1 <= took <= timeout + DETECT_SLACK_S:
                 failures.append(f"rank {r}: failed after {took:.1f} s, not about the {timeout} s timeout")
             if scenario == "shrink":
                 want_sum = float(sum(q + 1 for q in survivors))
@@ -246,6 +253,8 @@ def main():
     import torch.distributed as dist
     if hasattr(dist, "shrink_group"):
         scenarios += [("shrink", 1), ("abort", 2)]
+    if hasattr(dist, "set_timeout"):
+        scenarios += [("set-timeout", 2)]
     for scenario, victim in scenarios:
         print(f"{scenario} rank {victim} of {WORLD}:")
         t0 = time.monotonic()
@@ -266,7 +275,7 @@ def main():
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", action="store_true")
-    ap.add_argument("--scenario", choices=("kill", "absent", "absent-init", "shrink", "abort"))
+    ap.add_argument("--scenario", choices=("kill", "absent", "absent-init", "set-timeout", "shrink", "abort"))
     ap.add_argument("--victim", type=int)
     ap.add_argument("--out")
     a = ap.parse_args()

@@ -57,6 +57,12 @@ std::vector<uint8_t> to_bytes(const coralUniqueId& id) {
   return std::vector<uint8_t>(id.internal, id.internal + sizeof id.internal);
 }
 
+// A torch timeout as Coral's whole seconds (at least 1).
+int coral_seconds(std::chrono::milliseconds timeout) {
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(seconds, INT32_MAX)));
+}
+
 }  // namespace
 
 ProcessGroupCoral::ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
@@ -81,8 +87,7 @@ ProcessGroupCoral::ProcessGroupCoral(const c10::intrusive_ptr<::c10d::Store>& st
   for (unsigned char b : id.internal) h = (h ^ b) * 1099511628211ull;
   nonce_ = std::to_string(h);
   coralConfig_t config = CORAL_CONFIG_INITIALIZER;
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
-  config.timeoutSeconds = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(seconds, INT32_MAX)));
+  config.timeoutSeconds = coral_seconds(timeout);
   const coralResult_t r = coralCommInitRankConfig(&comm_, size, id, rank, &config);
   TORCH_CHECK(r == coralSuccess, "coral: init of rank ", rank, " of ", size, ": ", coral_error(nullptr, r));
   completer_ = std::make_shared<Completer>();
@@ -266,6 +271,14 @@ void ProcessGroupCoral::startCoalescing() {
 void ProcessGroupCoral::abort() {
   // Revoked, not freed: other threads may be waiting on the communicator's requests right now.
   coralCommRevoke(comm_);
+}
+#endif
+
+#ifdef CORAL_TORCH_BACKEND_TIMEOUT
+void ProcessGroupCoral::setTimeout(std::chrono::milliseconds timeout) {
+  const coralResult_t r = coralCommSetTimeout(comm_, coral_seconds(timeout));
+  if (r != coralSuccess) fail("setTimeout", r);
+  timeout_ = timeout;
 }
 #endif
 

@@ -90,6 +90,10 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   // with ncclCommAbort, from any thread; the communicator itself goes with the group.
   void abort() override;
 #endif
+#ifdef CORAL_TORCH_BACKEND_TIMEOUT
+  // dist.set_timeout: the group's operations from now on (and its later splits) wait that long.
+  void setTimeout(std::chrono::milliseconds timeout) override;
+#endif
 #ifdef CORAL_TORCH_BACKEND_SHRINKING
   // dist.shrink_group: the survivors of a failed group (or any members) go on without the excluded ranks.
   bool supportsShrinking() const override { return true; }
