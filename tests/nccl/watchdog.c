@@ -1,6 +1,7 @@
 /* torch's watchdog: ncclCommAbort from its own thread while the main thread is stuck in a call
  * on the same communicator. Here the stuck call is rank 0's first call on device buffers (the
- * stand-in GPU's), which waits for rank 1 to connect device links, and rank 1 never makes one.
+ * stand-in GPU's), which waits for rank 1 to connect device links, and rank 1 never makes one;
+ * alone, or in a group (whose end runs it).
  * The call must end soon after the abort, the abort must return, and nothing may touch the
  * freed communicator (ASan would see it). */
 #define _GNU_SOURCE
@@ -34,7 +35,7 @@ static void* watchdog_main(void* arg) {
   return NULL;
 }
 
-static int watchdog_abort(int rank, int nranks, ncclUniqueId id) {
+static int watchdog_abort(int rank, int nranks, ncclUniqueId id, int grouped) {
   int failures = 0;
   ncclComm_t comm;
   if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
@@ -57,7 +58,15 @@ static int watchdog_abort(int rank, int nranks, ncclUniqueId id) {
   pthread_t t;
   pthread_create(&t, NULL, watchdog_main, &w);
   const double t0 = now();
-  const ncclResult_t r = ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, stream);
+  ncclResult_t r;
+  if (grouped) {
+    ncclGroupStart();
+    r = ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, stream);
+    const ncclResult_t end = ncclGroupEnd();
+    if (r == ncclSuccess) r = end;
+  } else {
+    r = ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, stream);
+  }
   const double waited = now() - t0;
   pthread_join(t, NULL);
   EXPECT(r != ncclSuccess, "the device all-reduce succeeded without rank 1");
@@ -69,4 +78,10 @@ static int watchdog_abort(int rank, int nranks, ncclUniqueId id) {
   return failures;
 }
 
-int suite_watchdog(void) { return run_ranks("abort from a watchdog thread", 2, watchdog_abort, -1); }
+static int alone(int rank, int nranks, ncclUniqueId id) { return watchdog_abort(rank, nranks, id, 0); }
+static int grouped(int rank, int nranks, ncclUniqueId id) { return watchdog_abort(rank, nranks, id, 1); }
+
+int suite_watchdog(void) {
+  return run_ranks("abort from a watchdog thread", 2, alone, -1) +
+         run_ranks("abort from a watchdog, in a group", 2, grouped, -1);
+}

@@ -1,6 +1,7 @@
 // Collectives, point-to-point, groups, PreMulSum, buffer registration and memory. NCCL's
 // dtype, op and result values are Coral's, so arguments pass through; Coral checks them and
 // says what was wrong.
+#include <algorithm>
 #include <vector>
 
 #include "shim.h"
@@ -11,6 +12,20 @@ namespace {
 
 thread_local int t_depth = 0;
 thread_local std::vector<ncclComm_t> t_inits;  // blocking creations started in this group
+// The communicators this thread's open group has calls on: counted inside until its outermost
+// end, which runs them (so an abort from another thread waits for that too).
+thread_local std::vector<ncclComm_t> t_held;
+
+void hold(ncclComm_t comm) {
+  if (t_depth == 0 || std::find(t_held.begin(), t_held.end(), comm) != t_held.end()) return;
+  comm->inside.fetch_add(1);
+  t_held.push_back(comm);
+}
+
+void release_held() {
+  for (ncclComm_t c : t_held) c->inside.fetch_sub(1);
+  t_held.clear();
+}
 
 coralDataType_t dt(ncclDataType_t t) { return static_cast<coralDataType_t>(t); }
 coralRedOp_t op(ncclRedOp_t o) { return static_cast<coralRedOp_t>(o); }
@@ -20,6 +35,7 @@ coralRedOp_t op(ncclRedOp_t o) { return static_cast<coralRedOp_t>(o); }
 #define CHECK_COMM(fn)                                                     \
   const Inside inside(comm);                                               \
   if (ncclResult_t bad = usable(comm, fn); bad != ncclSuccess) return bad; \
+  hold(comm);                                                              \
   const OnDevice on_device(comm);
 
 // At the outermost end of a group, the communicators it created meet: all their ranks have
@@ -38,6 +54,13 @@ ncclResult_t settle_inits(ncclResult_t first, const char* fn) {
 }  // namespace
 
 bool in_group() { return t_depth > 0; }
+
+void release_own_hold(ncclComm_t comm) {
+  if (auto it = std::find(t_held.begin(), t_held.end(), comm); it != t_held.end()) {
+    comm->inside.fetch_sub(1);
+    t_held.erase(it);
+  }
+}
 void group_track_init(ncclComm_t comm) { t_inits.push_back(comm); }
 
 }  // namespace coral_nccl
@@ -116,6 +139,7 @@ ncclResult_t ncclGroupEnd() {
   if (t_depth == 0) return fail(ncclInvalidUsage, "ncclGroupEnd: no ncclGroupStart to end");
   const ncclResult_t r = from(coralGroupEnd(), nullptr);
   if (--t_depth > 0) return r;
+  release_held();
   return settle_inits(r, "ncclGroupEnd");
 }
 
@@ -126,7 +150,10 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* info) {
   if (!info) return ncclGroupEnd();  // as NCCL: nothing to simulate into, a plain end
   if (t_depth == 0) return fail(ncclInvalidUsage, "ncclGroupSimulateEnd: no ncclGroupStart to end");
   coralGroupDiscard();
-  if (--t_depth == 0) settle_inits(ncclSuccess, "ncclGroupSimulateEnd");  // those still come up
+  if (--t_depth == 0) {
+    release_held();
+    settle_inits(ncclSuccess, "ncclGroupSimulateEnd");  // those still come up
+  }
   return fail(ncclInvalidUsage,
               "ncclGroupSimulateEnd: Coral does not simulate groups (its tuner prices calls itself); the group "
               "was closed and its calls dropped, not run");

@@ -278,6 +278,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   comm->aborting = true;
+  release_own_hold(comm);
   // Calls in progress on other threads (one stuck on a peer, say) end with the revoke, which is
   // safe beside them; the communicator goes once they have left.
   if (comm->inside.load() > 0) coralCommRevoke(comm->coral);

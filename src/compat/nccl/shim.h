@@ -39,6 +39,9 @@ coralResult_t wait_ready(coralComm_t c);
 // In a group: communicators whose creation ncclGroupEnd waits for (blocking ones).
 void group_track_init(ncclComm_t comm);
 bool in_group();
+// ncclCommAbort on a thread whose open group has calls on comm: that thread's own hold goes
+// (the abort would otherwise wait for itself).
+void release_own_hold(ncclComm_t comm);
 
 // A call that uses a communicator, counted before anything checks it (see ncclComm::inside).
 class Inside {
