@@ -18,7 +18,7 @@ unit=(kernels schedules schedules_v schedules_order tuner tuner_coll config stor
       topology_loaders topology_comm
       fuzz_corpus fuzz_corpus_store_wire fuzz_corpus_tcp_frame fuzz_corpus_ibverbs_record
       fuzz_corpus_cuda_ipc_record fuzz_corpus_unique_id fuzz_corpus_algo_string)
-threads=(threads groups split revoke failure shrink registered)
+threads=(threads groups split revoke cancel_waits failure shrink registered)
 procs=(transport_conformance transport_tcp transport_shm coral_run_collectives coral_run_behaviour flight_recorder
        gpu_emulated)
 # Leaks fail the run; UBSan stops at its first report so that it cannot scroll past unseen.
@@ -51,7 +51,7 @@ if [ "$tsan" = 1 ]; then
   ninja -C build-tsan || exit 1
   # TSan needs the address layout it was built for: no ASLR.
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 PREFIX="setarch $(uname -m) -R" \
-    run_in build-tsan groups split revoke failure shrink registered gpu_emulated
+    run_in build-tsan store groups split revoke cancel_waits failure shrink registered gpu_emulated
 fi
 echo "sanitizers: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -3,6 +3,7 @@
 // still being made in the background, and coralCommRevoke while a first device call connects
 // its links. The timeout is a minute away: a call that ends in seconds ended because of them.
 // And coralCommSetTimeout, which shortens (or lengthens) the waits of later operations.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,6 +72,67 @@ double abort_later(coralComm_t child) {
 
 }  // namespace
 
+namespace {
+
+// A forked rank of the split test; returns its exit status. Rank 0 makes the unique id (and
+// serves its store) and hands it on through the pipes: the test process starts no thread before
+// it forks (ThreadSanitizer refuses threads in a child forked from a threaded process).
+int split_rank(int rank, const int (&to)[3][2]) {
+  coralUniqueId id;
+  if (rank == 0) {
+    if (coralGetUniqueId(&id) != coralSuccess) return 1;
+    for (int q = 1; q < 3; ++q) (void)!write(to[q][1], &id, sizeof id);
+  } else if (read(to[rank][0], &id, sizeof id) != sizeof id) {
+    return 1;
+  }
+  coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  coralComm_t comm = nullptr, child = nullptr;
+  if (coralCommInitRankConfig(&comm, 3, id, rank, &cfg) != coralInProgress || wait_up(comm) != coralSuccess) {
+    std::fprintf(stderr, "rank %d: init failed: %s\n", rank, coralGetLastError(comm));
+    return 1;
+  }
+  const coralResult_t rc = coralCommSplit(comm, 0, rank, &child);
+  if (rc != coralInProgress) {
+    std::fprintf(stderr, "rank %d: split gave %d, not coralInProgress\n", rank, static_cast<int>(rc));
+    return 1;
+  }
+  if (rank == 2) kill(getpid(), SIGKILL);  // dies with its part of the child's rendezvous undone
+  const double took = abort_later(child);
+  coralCommAbort(comm);
+  if (took > 10) {
+    std::fprintf(stderr, "rank %d: coralCommAbort waited %.1f s for the split\n", rank, took);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// First: it forks, and no thread of this process may exist yet (see split_rank).
+TEST_CASE("coralCommAbort gives up a background split whose member died") {
+  Timeout t;
+  int to[3][2];
+  for (auto& p : to) REQUIRE(pipe(p) == 0);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 3; ++r) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) _exit(split_rank(r, to));
+    pids.push_back(pid);
+  }
+  for (auto& p : to) close(p[0]), close(p[1]);
+  for (int r = 0; r < 3; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    INFO("rank " << r << " (its message, if any, is on stderr)");
+    if (r == 2)
+      CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+    else
+      CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+}
+
 TEST_CASE("coralCommAbort gives up a background shrink that a survivor never joins") {
   Timeout t;
   const std::string err = on_nonblocking_ranks(3, [](int rank, coralComm_t comm) -> std::string {
@@ -85,53 +147,6 @@ TEST_CASE("coralCommAbort gives up a background shrink that a survivor never joi
     return "";
   });
   CHECK(err == "");
-}
-
-namespace {
-
-// A forked rank of the split test; returns its exit status.
-int split_rank(const coralUniqueId& id, int rank) {
-  coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
-  cfg.blocking = 0;
-  coralComm_t comm = nullptr, child = nullptr;
-  if (coralCommInitRankConfig(&comm, 3, id, rank, &cfg) != coralInProgress || wait_up(comm) != coralSuccess) {
-    std::fprintf(stderr, "rank %d: init failed: %s\n", rank, coralGetLastError(comm));
-    return 1;
-  }
-  const coralResult_t rc = coralCommSplit(comm, 0, rank, &child);
-  if (rc != coralInProgress) {
-    std::fprintf(stderr, "rank %d: split gave %d, not coralInProgress\n", rank, static_cast<int>(rc));
-    return 1;
-  }
-  if (rank == 2) _exit(0);  // dies with its part of the child's rendezvous undone
-  const double took = abort_later(child);
-  coralCommAbort(comm);
-  if (took > 10) {
-    std::fprintf(stderr, "rank %d: coralCommAbort waited %.1f s for the split\n", rank, took);
-    return 1;
-  }
-  return 0;
-}
-
-}  // namespace
-
-TEST_CASE("coralCommAbort gives up a background split whose member died") {
-  Timeout t;
-  coralUniqueId id;
-  REQUIRE(coralGetUniqueId(&id) == coralSuccess);  // its store is served from this process
-  std::vector<pid_t> pids;
-  for (int r = 0; r < 3; ++r) {
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) _exit(split_rank(id, r));
-    pids.push_back(pid);
-  }
-  for (int r = 0; r < 3; ++r) {
-    int status = 0;
-    waitpid(pids[r], &status, 0);
-    INFO("rank " << r << " (its message, if any, is on stderr)");
-    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-  }
 }
 
 TEST_CASE("coralCommRevoke ends a first device call that waits for a peer's links") {
