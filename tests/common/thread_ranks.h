@@ -9,8 +9,17 @@
 #include <thread>
 #include <vector>
 
-// Runs body(rank, comm) on p threads; returns the first error any thread reported.
-inline std::string on_ranks(int p, const std::function<std::string(int, coralComm_t)>& body) {
+// Polls a communicator created in the background until it is up; its creation's result.
+inline coralResult_t wait_up(coralComm_t c) {
+  coralResult_t st = coralInProgress;
+  while (st == coralInProgress) coralCommGetAsyncError(c, &st);
+  return st;
+}
+
+// Runs body(rank, comm) on p threads; returns the first error any thread reported. With
+// blocking = false the communicators are made with coralConfig_t::blocking = 0 (so are their
+// splits and shrinks).
+inline std::string on_ranks(int p, const std::function<std::string(int, coralComm_t)>& body, bool blocking = true) {
   coralUniqueId id;
   if (coralGetUniqueId(&id) != coralSuccess) return "coralGetUniqueId failed";
   std::vector<std::string> errors(p);
@@ -18,8 +27,12 @@ inline std::string on_ranks(int p, const std::function<std::string(int, coralCom
   for (int r = 0; r < p; ++r)
     threads.emplace_back([&, r] {
       coralComm_t comm = nullptr;
-      if (coralCommInitRank(&comm, p, id, r) != coralSuccess) {
-        errors[r] = fmt::format("rank {}: init: {}", r, coralGetLastError(nullptr));
+      coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
+      cfg.blocking = blocking ? 1 : 0;
+      const coralResult_t rc = coralCommInitRankConfig(&comm, p, id, r, &cfg);
+      if ((blocking ? rc : rc == coralInProgress ? wait_up(comm) : rc) != coralSuccess) {
+        errors[r] = fmt::format("rank {}: init: {}", r, coralGetLastError(comm));
+        if (comm) coralCommDestroy(comm);
         return;
       }
       errors[r] = body(r, comm);

@@ -30,36 +30,6 @@ struct Timeout {
   ~Timeout() { unsetenv("CORAL_TIMEOUT"); }
 };
 
-coralResult_t wait_up(coralComm_t c) {
-  coralResult_t st = coralInProgress;
-  while (st == coralInProgress) coralCommGetAsyncError(c, &st);
-  return st;
-}
-
-// p ranks on non-blocking communicators; body(rank, comm) reports "" for success.
-std::string on_nonblocking_ranks(int p, const std::function<std::string(int, coralComm_t)>& body) {
-  coralUniqueId id;
-  if (coralGetUniqueId(&id) != coralSuccess) return "coralGetUniqueId failed";
-  std::vector<std::string> errors(p);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < p; ++r)
-    threads.emplace_back([&, r] {
-      coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
-      cfg.blocking = 0;
-      coralComm_t comm = nullptr;
-      if (coralCommInitRankConfig(&comm, p, id, r, &cfg) != coralInProgress || wait_up(comm) != coralSuccess) {
-        errors[r] = fmt::format("rank {}: init failed: {}", r, coralGetLastError(comm));
-        return;
-      }
-      errors[r] = body(r, comm);
-      coralCommDestroy(comm);
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (!e.empty()) return e;
-  return "";
-}
-
 // Aborts child, still coming up, 200 ms from now; returns how long the abort took (s).
 double abort_later(coralComm_t child) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -135,17 +105,20 @@ TEST_CASE("coralCommAbort gives up a background split whose member died") {
 
 TEST_CASE("coralCommAbort gives up a background shrink that a survivor never joins") {
   Timeout t;
-  const std::string err = on_nonblocking_ranks(3, [](int rank, coralComm_t comm) -> std::string {
-    // Ranks 0 and 1 shrink, excluding no one: the rendezvous waits for rank 2, which does not come.
-    if (rank == 2) return "";
-    coralComm_t child = nullptr;
-    const coralResult_t rc = coralCommShrink(comm, nullptr, 0, &child);
-    if (rc != coralInProgress) return fmt::format("rank {}: shrink gave {}, not coralInProgress", rank, int(rc));
-    const double took = abort_later(child);
-    if (took < 0) return fmt::format("rank {}: the shrink came up without rank 2", rank);
-    if (took > 10) return fmt::format("rank {}: coralCommAbort waited {:.1f} s for the shrink", rank, took);
-    return "";
-  });
+  const std::string err = on_ranks(
+      3,
+      [](int rank, coralComm_t comm) -> std::string {
+        // Ranks 0 and 1 shrink, excluding no one: the rendezvous waits for rank 2, which does not come.
+        if (rank == 2) return "";
+        coralComm_t child = nullptr;
+        const coralResult_t rc = coralCommShrink(comm, nullptr, 0, &child);
+        if (rc != coralInProgress) return fmt::format("rank {}: shrink gave {}, not coralInProgress", rank, int(rc));
+        const double took = abort_later(child);
+        if (took < 0) return fmt::format("rank {}: the shrink came up without rank 2", rank);
+        if (took > 10) return fmt::format("rank {}: coralCommAbort waited {:.1f} s for the shrink", rank, took);
+        return "";
+      },
+      /*blocking=*/false);
   CHECK(err == "");
 }
 

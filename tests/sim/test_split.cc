@@ -153,11 +153,6 @@ TEST_CASE("children of a non-blocking communicator come up in the background") {
   const int p = 3;
   std::vector<std::string> errors(p);
   std::vector<std::thread> threads;
-  auto wait_up = [](coralComm_t c) {
-    coralResult_t st = coralInProgress;
-    while (st == coralInProgress) coralCommGetAsyncError(c, &st);
-    return st;
-  };
   for (int r = 0; r < p; ++r)
     threads.emplace_back([&, r] {
       coralConfig_t cfg = CORAL_CONFIG_INITIALIZER;
