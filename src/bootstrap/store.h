@@ -58,8 +58,6 @@ class CancellableStore final : public Store {
   }
   int64_t add(const std::string& key, int64_t delta) override;
   std::string address() const override { return inner_->address(); }
-  const std::shared_ptr<Store>& inner() const { return inner_; }
-  CancelToken& token() const { return *cancel_; }
 
  private:
   void check() const;

@@ -91,8 +91,10 @@ coralResult_t coralCommAbort(coralComm_t comm) {
     // A creation still under way may wait on a peer for the whole timeout: give it up first.
     if (comm->cancel_init && !comm->ready.load(std::memory_order_acquire)) comm->cancel_init->cancel();
     if (comm->init.joinable()) comm->init.join();
-    if (comm->impl) comm->impl->cancel_store_waits();
-    if (comm->impl) comm->impl->abort("rank " + std::to_string(comm->impl->rank()) + " called coralCommAbort");
+    if (comm->impl) {
+      comm->impl->cancel_store_waits();
+      comm->impl->abort("rank " + std::to_string(comm->impl->rank()) + " called coralCommAbort");
+    }
     delete comm;
   });
 }
