@@ -15,8 +15,8 @@ namespace coral::bootstrap {
 
 class TcpStoreServer {
  public:
-  // Binds addr (port 0 = ephemeral). With exit_when_idle the thread ends once every client that
-  // authenticated has disconnected (or when none came within idle_timeout).
+  // Binds addr (port 0 = ephemeral). With exit_when_idle the thread ends a few seconds after
+  // every client that authenticated has disconnected (or when none came within idle_timeout).
   TcpStoreServer(const net::SockAddr& addr, const wire::Secret& secret, bool exit_when_idle,
                  std::chrono::milliseconds idle_timeout);
   // Serves on listen_fd, a socket already bound and listening, which the server then owns.

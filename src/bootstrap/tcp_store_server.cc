@@ -27,6 +27,9 @@ struct Client {
 };
 
 constexpr auto kAuthWindow = std::chrono::seconds(10);
+// An idle server outlives its last client this long: a client whose connection a cancelled wait
+// shut down reconnects on its next request, and may be the last one left.
+constexpr auto kIdleLinger = std::chrono::seconds(5);
 
 }  // namespace
 
@@ -171,7 +174,7 @@ struct TcpStoreServer::Impl {
   }
 
   void run() {
-    auto started = net::Clock::now();
+    auto started = net::Clock::now(), idle_since = started;
     while (true) {
       std::vector<pollfd> fds;
       fds.push_back({wake[0], POLLIN, 0});
@@ -203,7 +206,8 @@ struct TcpStoreServer::Impl {
       if (exit_when_idle) {
         bool any_authed = false;
         for (Client& c : clients) any_authed |= c.authed;
-        if (had_client && !any_authed) break;
+        if (any_authed || !had_client) idle_since = now;
+        if (had_client && now - idle_since > kIdleLinger) break;
         if (!had_client && now - started > idle_timeout) break;
       }
     }

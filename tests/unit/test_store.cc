@@ -88,6 +88,19 @@ TEST_CASE("TCP store: a client whose wait timed out connects again and goes on")
   CHECK(a.add("n", 3) == 3);
 }
 
+TEST_CASE("TCP store: a server that ends when idle waits for its last client to connect again") {
+  // coralGetUniqueId's server: the only client's timed-out wait drops its connection, and its
+  // next request reconnects to the server, which must still be there, with the keys.
+  bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
+  const int port = bootstrap::start_detached_store_server(net::resolve("127.0.0.1", 0), secret, 10s);
+  auto addr = net::resolve("127.0.0.1", port);
+  bootstrap::TcpStore a(addr, secret, 2s);
+  a.set("k", bootstrap::to_bytes("v"));
+  CHECK_THROWS_AS(a.get("never", 50ms), Error);
+  std::this_thread::sleep_for(500ms);  // the server notices the drop within its 200 ms poll
+  CHECK(bootstrap::to_string(a.get("k", 1s)) == "v");
+}
+
 TEST_CASE("TCP store: after the server is gone, a request says so") {
   bootstrap::wire::Secret secret = bootstrap::wire::random_secret();
   auto server = std::make_unique<bootstrap::TcpStoreServer>(net::resolve("127.0.0.1", 0), secret, false, 0ms);
