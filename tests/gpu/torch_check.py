@@ -33,6 +33,7 @@ with torch.cuda.stream(s):
     x = torch.full((1 << 22,), float(r + 1), device=dev)
     dist.all_reduce(x)
     y = x * 2
+torch.cuda.current_stream().wait_stream(s)  # check() reads on the default stream
 check("stream order", y, torch.full((1 << 22,), 2.0 * P * (P + 1) / 2))
 w = dist.all_reduce(torch.ones(8, device=dev), async_op=True)
 fut = w.get_future()

@@ -20,10 +20,12 @@ inline void same_kind(const at::Tensor& a, const at::Tensor& b, const char* what
               b.device(), ")");
 }
 
-// Issues the same operation stream-ordered (stream set) or as a host request.
+// Issues the same operation as a host request (q set: CPU tensors) or stream-ordered (CUDA
+// tensors). The stream alone cannot tell: torch's default stream is NULL, which Coral takes with
+// device buffers as NCCL does, the legacy default stream.
 template <class Blocking, class NonBlocking>
 auto both(Blocking b, NonBlocking n) {
-  return [b, n](void* stream, coralRequest_t* q) { return stream ? b(stream) : n(q); };
+  return [b, n](void* stream, coralRequest_t* q) { return q ? n(q) : b(stream); };
 }
 
 // Copies buf back into t when t could not be used in place; keeps both alive until then.

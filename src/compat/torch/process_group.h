@@ -112,7 +112,7 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
 
  private:
   // One Coral operation (profiled: the inputs the profiler records, sample alone by default): issue() starts it on host
-  // buffers (returning its request) or, with a stream, enqueues it stream-ordered (returning no request).
+  // buffers (given a request to fill) or, given none, enqueues it stream-ordered on the stream (NULL: the default).
   using Issue = std::function<coralResult_t(void* stream, coralRequest_t* request)>;
   c10::intrusive_ptr<::c10d::Work> run(::c10d::OpType type, const char* what, const Tensors& outputs,
                                        const at::Tensor& sample, const Issue& issue, Finish finish = {},
