@@ -3,8 +3,10 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "base/log.h"
 #include "gpu/backend.h"
@@ -113,12 +115,42 @@ void relax_capture() {
 }
 
 void* stream_create() {
+  // Coral's streams carry communication that other ranks wait for: the greatest priority, as
+  // torch offers NCCL's, so the caller's kernels do not delay it.
+  int least = 0, greatest = 0;
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) greatest = 0;
   cudaStream_t s;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest), "cudaStreamCreateWithPriority");
   return s;
 }
 void stream_destroy(void* s) { cudaStreamDestroy(as_stream(s)); }
-void stream_sync(void* s) { check(cudaStreamSynchronize(as_stream(s)), "cudaStreamSynchronize"); }
+
+// Only Coral's own streams are synchronised. cudaStreamSynchronize would wait silently for good
+// where such a stream shares a hardware queue with a caller's stream Coral holds on its flag
+// (docs/gpu.md, "Stream order"): polling lets that be said.
+void stream_sync(void* s) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  bool told = false;
+  while (true) {
+    const cudaError_t r = cudaStreamQuery(as_stream(s));
+    if (r == cudaSuccess) return;
+    if (r != cudaErrorNotReady) check(r, "cudaStreamQuery");
+    const auto waited = Clock::now() - t0;
+    if (!told && waited > std::chrono::seconds(10)) {
+      log::warn(log::Coll,
+                "Coral's GPU stream has not finished its copies and kernels in 10 s. If a caller's stream "
+                "held on Coral's flag shares its hardware queue, it never will: set "
+                "CORAL_GPU_STREAM_WAIT=host (or raise CUDA_DEVICE_MAX_CONNECTIONS)");
+      told = true;
+    }
+    // Spin as cudaStreamSynchronize does at first; a long wait need not hold the core.
+    if (waited < std::chrono::milliseconds(1))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
 
 void* event_create() {
   cudaEvent_t e;

@@ -168,7 +168,15 @@ void Event::sync() { backend().event_sync(e_); }
 bool Event::query() { return backend().event_query(e_); }
 
 HostFlag::HostFlag() { backend().flag_alloc(host_, dev_); }
-HostFlag::~HostFlag() { backend().flag_free(host_); }
+HostFlag::~HostFlag() {
+  // Every call raises the flag when it ends, failed ones too; should a stream still wait (a call
+  // that never ran), it must not hang the release, which waits for the device (flag_free).
+  if (parked()) {
+    log::warn(log::Coll, "a stream still waited for a stream-ordered call that never ended; released");
+    set(~uint64_t{0});
+  }
+  backend().flag_free(host_);
+}
 void HostFlag::note_wait(uint64_t value) {
   for (uint64_t w = waited_.load(std::memory_order_relaxed); value > w;)
     if (waited_.compare_exchange_weak(w, value, std::memory_order_relaxed)) break;

@@ -70,6 +70,7 @@ int preload() {
 }
 
 int wait_geq(const volatile uint64_t* flag, uint64_t value, void* stream) {
+  (void)cudaGetLastError();  // a stale error of this thread is not this launch's
   detail::wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, value);
   return static_cast<int>(cudaGetLastError());
 }
