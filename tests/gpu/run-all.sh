@@ -11,7 +11,8 @@
 #   8. NVIDIA's nccl-tests (-c 1) over the drop-in: 1, 2 and 4 ranks on the one GPU
 # Writes $OUT/gpu-summary.txt (OUT defaults to ./gpu-out) plus one log per step; exit 0 only if
 # every step passed. Budget: about 8 minutes; GPU_QUICK=1 (fewer cases, shorter limits): about 5
-# at worst. Without a GPU it builds, then reports SKIP.
+# at worst. GPU_SKIP='PATTERN ...' leaves out the steps whose names match (globs; not the build).
+# Without a GPU it builds, then reports SKIP.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -33,6 +34,10 @@ stacks() {
 }
 step() {  # step NAME LIMIT_S CMD...: runs CMD with a timeout, logs to $out/NAME.txt
   local name=$1 limit=$2; shift 2
+  local p
+  for p in ${GPU_SKIP:-}; do  # glob patterns of step names to leave out, e.g. GPU_SKIP='bench_* nccl_*'
+    [[ $name == $p ]] && [ "$name" != build ] && { note "[SKIP] $name (GPU_SKIP)"; : >"$out/$name.txt"; return 0; }
+  done
   local t0=$(date +%s) dog=
   timeout "$limit" "$@" >"$out/$name.txt" 2>&1 &
   local pid=$!
@@ -71,7 +76,8 @@ note "$(nvcc --version 2>/dev/null | tail -1)"
 export build=${GPU_BUILD_DIR:-build-gpu}
 # nccl.h for the drop-in libnccl.so.2: the toolkit's, else the one torch's NCCL wheel carries.
 nccl_include() {
-  for d in /usr/local/cuda/include "$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) + "/include")' 2>/dev/null)"; do
+  # nvidia.nccl may be a namespace package (no __init__.py, so no __file__): its __path__ serves.
+  for d in /usr/local/cuda/include "$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0] + "/include")' 2>/dev/null)"; do
     [ -n "$d" ] && [ -f "$d/nccl.h" ] && { echo "$d"; return; }
   done
 }
@@ -172,6 +178,7 @@ else
     [ -x "$nt/${t}_perf" ] || { note "[FAIL] nccl_${t}_${n}r: not built"; status=1; return; }
     step "nccl_${t}_${n}r" $(lim 60 30) env NCCL_TESTS_DEVICE=0 LD_LIBRARY_PATH="$home/lib:$bdir:${LD_LIBRARY_PATH:-}" \
       "$crun" -n "$n" "$nt/${t}_perf" -b 8 -e $(lim 64M 8M) -f 8 -c 1 -g 1
+    [ -s "$log" ] || return  # left out (GPU_SKIP)
     grep -h "Out of bounds values\|# Avg bus\|failure" "$log" | sed "s/^/nccl_${t}_${n}r: /" | tee -a "$summary"
     # One job of n ranks, not n jobs of one: rank 0 lists every rank's device.
     local ranks
