@@ -29,3 +29,7 @@ print(" ".join(f for f, method in (("coalescing", "supportsCoalescing"), ("shrin
                                                ("abort", "virtual void abort()"),
                                                ("timeout", "virtual void setTimeout("))
                if method in backend_hpp))
+# The pybind11 ABI tags torch was built with, as torch's cpp_extension passes them: without them
+# a compiler or pybind11 other than torch's keys its types apart, and c10d::Backend is unknown.
+print(" ".join(f'-DPYBIND11_{k}="{getattr(torch._C, "_PYBIND11_" + k)}"'
+               for k in ("COMPILER_TYPE", "STDLIB", "BUILD_ABI") if getattr(torch._C, "_PYBIND11_" + k, None)))

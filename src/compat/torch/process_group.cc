@@ -176,6 +176,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     // Works on device tensors complete when queued; a stream-ordered call that failed is
     // reported by Coral at the group's next call, which fails (issue() below).
     void* stream = c10::cuda::getCurrentCUDAStream(sample.device().index()).stream();
+    // torch's default stream is NULL, which Coral reads as "host buffers" when its own CUDA is
+    // unusable (and then touches device memory): name the legacy stream it is instead.
+    if (!stream) stream = cudaStreamLegacy;
     // One Coral group per thread: a block's group must not take another group's calls.
     if (block && !block->group_open) {
       TORCH_CHECK(!block->host, "coral: ", what, ": a coalesced block of CPU operations cannot take CUDA tensors");

@@ -141,7 +141,17 @@ bool WorkCoral::wait(std::chrono::milliseconds timeout) {
   } else if (op_->claim()) {
     completer_->add(op_);
   }
-  return ::c10d::Work::wait(timeout);
+  const bool r = ::c10d::Work::wait(timeout);
+  synchronize();
+  return r;
+}
+
+void WorkCoral::synchronize() {
+  // As ProcessGroupNCCL's: the caller's current streams wait for a stream-ordered result (the
+  // future's CUDA events, recorded on the stream that issued it), so a wait on another stream is
+  // safe. Host operations have no devices.
+  const auto& f = op_->future;
+  if (!f->devices().empty() && f->completed() && !f->hasError()) f->wait();
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> WorkCoral::getFuture() {

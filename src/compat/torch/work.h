@@ -81,6 +81,7 @@ class WorkCoral : public ::c10d::Work {
   ~WorkCoral() override;
   bool isCompleted() override;
   bool wait(std::chrono::milliseconds timeout) override;
+  void synchronize() override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   // Marks the work done (error null) or failed; called by OpState::settle.
