@@ -30,11 +30,10 @@ struct Backend {
   void (*relax_capture)();
   void* (*stream_create)();
   void (*stream_destroy)(void* s);
-  void (*stream_sync)(void* s);
+  bool (*stream_query)(void* s);  // the work queued on s is done (cudaStreamQuery)
   void* (*event_create)();
   void (*event_destroy)(void* e);
   void (*event_record)(void* e, void* stream);
-  void (*event_sync)(void* e);
   bool (*event_query)(void* e);  // the work before its record is done (cudaEventQuery)
   // A HostFlag's 64-bit word: host_ and the device's view of it, dev_.
   void (*flag_alloc)(volatile uint64_t*& host, void*& dev);

@@ -3,10 +3,8 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "base/log.h"
 #include "gpu/backend.h"
@@ -125,31 +123,11 @@ void* stream_create() {
 }
 void stream_destroy(void* s) { cudaStreamDestroy(as_stream(s)); }
 
-// Only Coral's own streams are synchronised. cudaStreamSynchronize would wait silently for good
-// where such a stream shares a hardware queue with a caller's stream Coral holds on its flag
-// (docs/gpu.md, "Stream order"): polling lets that be said.
-void stream_sync(void* s) {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  bool told = false;
-  while (true) {
-    const cudaError_t r = cudaStreamQuery(as_stream(s));
-    if (r == cudaSuccess) return;
-    if (r != cudaErrorNotReady) check(r, "cudaStreamQuery");
-    const auto waited = Clock::now() - t0;
-    if (!told && waited > std::chrono::seconds(10)) {
-      log::warn(log::Coll,
-                "Coral's GPU stream has not finished its copies and kernels in 10 s. If a caller's stream "
-                "held on Coral's flag shares its hardware queue, it never will: set "
-                "CORAL_GPU_STREAM_WAIT=host (or raise CUDA_DEVICE_MAX_CONNECTIONS)");
-      told = true;
-    }
-    // Spin as cudaStreamSynchronize does at first; a long wait need not hold the core.
-    if (waited < std::chrono::milliseconds(1))
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+bool stream_query(void* s) {
+  const cudaError_t r = cudaStreamQuery(as_stream(s));
+  if (r == cudaErrorNotReady) return false;  // not an error (and launches clear stale ones first)
+  check(r, "cudaStreamQuery");
+  return true;
 }
 
 void* event_create() {
@@ -159,7 +137,6 @@ void* event_create() {
 }
 void event_destroy(void* e) { cudaEventDestroy(as_event(e)); }
 void event_record(void* e, void* stream) { check(cudaEventRecord(as_event(e), as_stream(stream)), "cudaEventRecord"); }
-void event_sync(void* e) { check(cudaEventSynchronize(as_event(e)), "cudaEventSynchronize"); }
 bool event_query(void* e) {
   const cudaError_t r = cudaEventQuery(as_event(e));
   if (r == cudaErrorNotReady) return false;  // not an error (and launches clear stale ones first)
@@ -239,11 +216,10 @@ constexpr Backend kCuda{
     .relax_capture = relax_capture,
     .stream_create = stream_create,
     .stream_destroy = stream_destroy,
-    .stream_sync = stream_sync,
+    .stream_query = stream_query,
     .event_create = event_create,
     .event_destroy = event_destroy,
     .event_record = event_record,
-    .event_sync = event_sync,
     .event_query = event_query,
     .flag_alloc = flag_alloc,
     .flag_free = flag_free,

@@ -178,6 +178,14 @@ void stream_wait(void* s, const volatile uint64_t* flag, uint64_t value) {
   st.waits.emplace_back(flag, value);
 }
 
+bool stream_query(void* s) {
+  EmuStream& st = stream_of(s);
+  std::lock_guard<std::mutex> lock(mu);
+  if (!holds(st.waits)) return false;
+  prune(st.waits);
+  return true;
+}
+
 void stream_sync(void* s) {
   EmuStream& st = stream_of(s);
   // The waits queued before the call; they stay on the stream (for events recorded meanwhile)
@@ -256,10 +264,6 @@ bool event_query(void* e) {
   return holds(static_cast<EmuEvent*>(e)->waits);
 }
 
-void event_sync(void* e) {
-  while (!event_query(e)) std::this_thread::sleep_for(std::chrono::microseconds(50));
-}
-
 }  // namespace coral::gpu::emu
 
 namespace coral::gpu {
@@ -282,11 +286,10 @@ constexpr Backend kEmulated{
     .relax_capture = [] {},
     .stream_create = emu::stream_create,
     .stream_destroy = emu::stream_destroy,
-    .stream_sync = emu::stream_sync,
+    .stream_query = emu::stream_query,
     .event_create = emu::event_create,
     .event_destroy = emu::event_destroy,
     .event_record = emu::event_record,
-    .event_sync = emu::event_sync,
     .event_query = emu::event_query,
     .flag_alloc = emu::flag_alloc,
     .flag_free = emu::flag_free,

@@ -25,6 +25,7 @@ void stream_destroy(void* s);
 void stream_wait(void* s, const volatile uint64_t* flag, uint64_t value);
 // Waits until every recorded flag wait of s holds (nullptr: the default stream).
 void stream_sync(void* s);
+bool stream_query(void* s);
 // The flag word streams wait on; waits on a freed one hold.
 void flag_alloc(volatile uint64_t*& host, void*& dev);
 void flag_free(volatile uint64_t* host);
@@ -33,7 +34,6 @@ void* event_create();
 void event_destroy(void* e);
 void event_record(void* e, void* stream);
 bool event_query(void* e);
-void event_sync(void* e);
 IpcHandle ipc_export(void* p);
 void* ipc_open(const IpcHandle& h);
 void ipc_close(void* p);

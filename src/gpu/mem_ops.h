@@ -9,7 +9,9 @@ namespace coral::gpu {
 
 class CudaMemOps : public kernels::MemOps {
  public:
-  CudaMemOps(void* stream, coralDataType_t dtype, coralRedOp_t op) : stream_(stream), dtype_(dtype), op_(op) {}
+  // timeout_s: how long fence() waits for the stream before the call fails (0: for good).
+  CudaMemOps(void* stream, coralDataType_t dtype, coralRedOp_t op, double timeout_s = 0)
+      : stream_(stream), dtype_(dtype), op_(op), timeout_s_(timeout_s) {}
   void copy(void* dst, const void* src, size_t bytes) override;
   void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n) override;
   void reduce_many(void* dst, const void* const* srcs, int k, size_t n) override;
@@ -23,6 +25,7 @@ class CudaMemOps : public kernels::MemOps {
   void* stream_;
   coralDataType_t dtype_;
   coralRedOp_t op_;
+  double timeout_s_;
   bool pending_ = false;  // work issued since the last fence
 };
 

@@ -1,7 +1,9 @@
 #include "gpu/runtime.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -42,11 +44,10 @@ constexpr Backend kNone{
     .relax_capture = nothing<>,
     .stream_create = unavailable<void*>,
     .stream_destroy = nothing<void*>,
-    .stream_sync = unavailable<void, void*>,
+    .stream_query = unavailable<bool, void*>,
     .event_create = unavailable<void*>,
     .event_destroy = nothing<void*>,
     .event_record = unavailable<void, void*, void*>,
-    .event_sync = unavailable<void, void*>,
     .event_query = unavailable<bool, void*>,
     .flag_alloc = unavailable<void, volatile uint64_t*&, void*&>,
     .flag_free = nothing<volatile uint64_t*>,
@@ -153,7 +154,42 @@ Stream::~Stream() {
   may_release("cudaStreamDestroy");
   backend().stream_destroy(s_);
 }
-void Stream::sync_raw(void* s) { backend().stream_sync(s); }
+namespace {
+// Polled rather than cudaStreamSynchronize or cudaEventSynchronize, which would wait in silence
+// for good where Coral's stream shares a hardware queue with a caller's stream held on Coral's
+// flag (docs/gpu.md, "Stream order"): that is said after 10 s, and fails the call at the timeout.
+template <class Done>
+void wait_polled(Done done, double timeout_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  bool told = false;
+  while (!done()) {
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!told && waited > 10) {
+      log::warn(log::Coll,
+                "Coral's GPU stream has not finished its copies and kernels in 10 s. If a caller's stream "
+                "held on Coral's flag shares its hardware queue, it never will: set "
+                "CORAL_GPU_STREAM_WAIT=host (or raise CUDA_DEVICE_MAX_CONNECTIONS)");
+      told = true;
+    }
+    if (timeout_s > 0 && waited > timeout_s)
+      fail(coralTimeout,
+           fmt::format("Coral's GPU stream did not finish its copies and kernels within the timeout ({:.0f} s); "
+                       "a caller's stream held on Coral's flag may share its hardware queue: try "
+                       "CORAL_GPU_STREAM_WAIT=host",
+                       timeout_s));
+    // Spin at first, as the CUDA syncs do; a long wait need not hold the core.
+    if (waited < 1e-3)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+}  // namespace
+
+void Stream::sync_raw(void* s, double timeout_s) {
+  wait_polled([s] { return backend().stream_query(s); }, timeout_s);
+}
 
 Event::Event() {
   may_allocate("cudaEventCreate");
@@ -164,7 +200,9 @@ Event::~Event() {
   backend().event_destroy(e_);
 }
 void Event::record(void* stream) { backend().event_record(e_, stream); }
-void Event::sync() { backend().event_sync(e_); }
+void Event::sync(double timeout_s) {
+  wait_polled([this] { return backend().event_query(e_); }, timeout_s);
+}
 bool Event::query() { return backend().event_query(e_); }
 
 HostFlag::HostFlag() { backend().flag_alloc(host_, dev_); }

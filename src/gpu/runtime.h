@@ -41,8 +41,9 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   void* get() const { return s_; }
-  void sync() { sync_raw(s_); }
-  static void sync_raw(void* stream);
+  // Waits for the work queued on the stream; fails with coralTimeout after timeout_s (0: never).
+  void sync(double timeout_s = 0) { sync_raw(s_, timeout_s); }
+  static void sync_raw(void* stream, double timeout_s = 0);
 
  private:
   void* s_ = nullptr;
@@ -55,7 +56,8 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   void record(void* stream);
-  void sync();
+  // Waits for the work before the record; fails with coralTimeout after timeout_s (0: never).
+  void sync(double timeout_s = 0);
   bool query();  // without waiting: has the work before the record finished?
 
  private:

@@ -2,7 +2,8 @@
 // timeout end at once when the application gives up: coralCommAbort of a split or shrink child
 // still being made in the background, and coralCommRevoke while a first device call connects
 // its links. The timeout is a minute away: a call that ends in seconds ended because of them.
-// And coralCommSetTimeout, which shortens (or lengthens) the waits of later operations.
+// And coralCommSetTimeout, which shortens (or lengthens) the waits of later operations, and the
+// timeout of a wait for Coral's own GPU stream.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,10 +13,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
 #include "common/thread_ranks.h"
 #include "gpu/runtime.h"
 
@@ -179,4 +182,32 @@ TEST_CASE("coralCommSetTimeout bounds later waits, and splits inherit it") {
     return "";
   });
   CHECK(err == "");
+}
+
+TEST_CASE("a wait for a GPU stream that never drains fails at its timeout, naming the cure") {
+  // Coral's own stream stuck behind a wait that nothing raises: what a caller's stream held on
+  // Coral's flag does to it where the two share a hardware queue. The sync must not hang.
+  REQUIRE(coral::gpu::usable());
+  coral::gpu::Stream s;
+  coral::gpu::HostFlag flag;
+  flag.note_wait(1);
+  flag.enqueue_wait(s.get(), 1);
+  coral::gpu::Event e;
+  e.record(s.get());
+  auto expect_timeout = [](const std::function<void()>& sync, const char* what) {
+    const auto t0 = Clock::now();
+    try {
+      sync();
+      FAIL(what << " returned while its stream was stuck");
+    } catch (const coral::Error& err) {
+      CHECK(err.code() == coralTimeout);
+      CHECK(std::string(err.what()).find("CORAL_GPU_STREAM_WAIT=host") != std::string::npos);
+    }
+    CHECK(since(t0) < 5);
+  };
+  expect_timeout([&] { s.sync(0.3); }, "the stream's sync");
+  expect_timeout([&] { e.sync(0.3); }, "the event's sync");
+  flag.set(1);
+  s.sync(5);
+  e.sync(5);
 }
