@@ -27,7 +27,7 @@ status=0
 # machine lacks) adds every rank's host stacks to the step's log before the timeout kills it.
 stacks() {
   command -v cuda-gdb >/dev/null || { echo "(no cuda-gdb: no stacks)"; return; }
-  for p in $( (pgrep -x mp_device; pgrep -x coral-bench) | head -3); do
+  for p in $( (pgrep -x mp_device; pgrep -x coral-bench; pgrep -f '_perf |torch_check.py|torch_nccl_ddp.py') | head -3); do
     echo "== host stacks of pid $p: $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null)"
     timeout 12 cuda-gdb -q -batch -p "$p" -ex "thread apply all bt 16" 2>&1 | grep -E "^Thread|^#" | head -120
   done
@@ -82,6 +82,8 @@ nccl_include() {
   done
 }
 export -f nccl_include
+inc=$(nccl_include)
+note "nccl.h: ${inc:-none found} $( [ -n "$inc" ] && grep -hoE 'define NCCL_(MAJOR|MINOR|PATCH) +[0-9]+' "$inc/nccl.h" | awk '{print $3}' | paste -sd.)"
 configure() {
   [ -f "$build/build.ninja" ] || meson setup "$build" -Dcuda=enabled -Dgpu_arch="${GPU_ARCH:-90}" -Dtests=false \
     -Dbench=true -Dtrainer=disabled -Dhwloc=disabled -Ducx=disabled -Dibverbs=disabled -Dmpi=disabled \
@@ -142,7 +144,9 @@ if meson compile -C "$build" src/compat/nccl/nccl:shared_library >"$out/nccl_shi
       <(nm -D --defined-only "$shim" | awk '{print $3}' | sort -u) | tr '\n' ' ')
     note "libtorch_cuda.so needs from libnccl what the drop-in lacks: ${miss:-nothing}"
   fi
-  step torch_nccl $(lim 150 75) "$crun" -n 3 env LD_PRELOAD="$shim" python3 tests/gpu/torch_nccl_ddp.py
+  # CORAL_TIMEOUT: the shim's default is NCCL's (none); a hang must end in Coral's message, which
+  # names the cycle of waits, well before the step's limit.
+  step torch_nccl $(lim 150 75) "$crun" -n 3 env LD_PRELOAD="$shim" CORAL_TIMEOUT=40 python3 tests/gpu/torch_nccl_ddp.py
   grep -h "failure\|FAIL\|undefined symbol\|Error" "$out/torch_nccl.txt" | head -20 | tee -a "$summary"
 else
   note "[FAIL] the drop-in libnccl.so.2 did not build (see nccl_shim_build.txt)"
@@ -176,7 +180,7 @@ else
   nccl_test() {  # nccl_test RANKS NAME: one nccl-tests binary on RANKS ranks of GPU 0
     local n=$1 t=$2 log=$out/nccl_$2_$1r.txt
     [ -x "$nt/${t}_perf" ] || { note "[FAIL] nccl_${t}_${n}r: not built"; status=1; return; }
-    step "nccl_${t}_${n}r" $(lim 60 30) env NCCL_TESTS_DEVICE=0 LD_LIBRARY_PATH="$home/lib:$bdir:${LD_LIBRARY_PATH:-}" \
+    step "nccl_${t}_${n}r" $(lim 60 30) env NCCL_TESTS_DEVICE=0 CORAL_TIMEOUT=$(lim 40 20) LD_LIBRARY_PATH="$home/lib:$bdir:${LD_LIBRARY_PATH:-}" \
       "$crun" -n "$n" "$nt/${t}_perf" -b 8 -e $(lim 64M 8M) -f 8 -c 1 -g 1
     [ -s "$log" ] || return  # left out (GPU_SKIP)
     grep -h "Out of bounds values\|# Avg bus\|failure" "$log" | sed "s/^/nccl_${t}_${n}r: /" | tee -a "$summary"
