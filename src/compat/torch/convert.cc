@@ -132,10 +132,15 @@ RedOp::RedOp(const ::c10d::ReduceOp& op, const at::Tensor& sample, coralComm_t c
       const at::Tensor given = tensor_factor(*sup);
       if (!given.defined()) {
         factor = at::scalar_tensor(sup->double_factor, sample.options().device(at::kCPU));
-      } else {
+      } else if (sample.is_cuda() && given.is_cuda()) {
+        // Read by the call, in stream order: held (factor_) until the call is queued.
         factor = given.to(sample.scalar_type()).contiguous();
-        if (factor.is_cuda()) residence = coralScalarDevice;
+        residence = coralScalarDevice;
+      } else {
+        // A host call reads it now, through a synchronous copy: no stream to order it after.
+        factor = given.to(at::kCPU, sample.scalar_type()).contiguous();
       }
+      if (residence == coralScalarDevice) factor_ = factor;
       const coralResult_t r =
           coralRedOpCreatePreMulSum(&op_, factor.data_ptr(), coral_type(sample, what), residence, comm);
       TORCH_CHECK(r == coralSuccess, "coral: ", what, ": PREMUL_SUM: ", coral_error(comm, r));
@@ -145,6 +150,13 @@ RedOp::RedOp(const ::c10d::ReduceOp& op, const at::Tensor& sample, coralComm_t c
     default:
       TORCH_CHECK(false, "coral: ", what, ": unknown ReduceOp ", static_cast<int>(op.op_));
   }
+}
+
+Finish RedOp::holding(Finish f) const {
+  if (!factor_.defined()) return f;
+  return [f = std::move(f), factor = factor_] {
+    if (f) f();
+  };
 }
 
 RedOp::~RedOp() {

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "compat/torch/work.h"
+
 namespace coral::torch_backend {
 
 // The tensor as Coral sees it: complex numbers become two reals, bool becomes uint8.
@@ -25,8 +27,13 @@ class RedOp {
   RedOp(const RedOp&) = delete;
   RedOp& operator=(const RedOp&) = delete;
   coralRedOp_t get() const { return op_; }
+  // f, also keeping a device-resident PREMUL_SUM factor alive until it has run: inside a
+  // coalesced block the call is queued only at the block's end, and the factor's memory must
+  // not be handed to the block's next tensors before.
+  Finish holding(Finish f) const;
 
  private:
+  at::Tensor factor_;
   coralRedOp_t op_ = coralSum;
   coralComm_t comm_ = nullptr;
   bool created_ = false;

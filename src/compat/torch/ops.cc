@@ -26,7 +26,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::allreduce(Tensors& tensors, 
   return run(OpType::ALLREDUCE, "allreduce", tensors, buf,
              both([=](void* s) { return coralAllReduce(p, p, e.count, e.type, o, c, s); },
                   [=](coralRequest_t* q) { return coralIAllReduce(p, p, e.count, e.type, o, c, q); }),
-             copy_back(t, buf));
+             op.holding(copy_back(t, buf)));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::allreduce_coalesced(Tensors& tensors,
@@ -40,11 +40,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::allreduce_coalesced(Tensors&
   coralComm_t c = comm_;
   coralRedOp_t o = op.get();
   Tensors outs = tensors;
-  return run(
-      OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, flat,
-      both([=](void* s) { return coralAllReduce(p, p, e.count, e.type, o, c, s); },
-           [=](coralRequest_t* q) { return coralIAllReduce(p, p, e.count, e.type, o, c, q); }),
-      [flat, outs] { unflatten(flat, 0, outs); }, tensors);
+  return run(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, flat,
+             both([=](void* s) { return coralAllReduce(p, p, e.count, e.type, o, c, s); },
+                  [=](coralRequest_t* q) { return coralIAllReduce(p, p, e.count, e.type, o, c, q); }),
+             op.holding([flat, outs] { unflatten(flat, 0, outs); }), tensors);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::broadcast(Tensors& tensors, const ::c10d::BroadcastOptions& opts) {
@@ -72,7 +71,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::reduce(Tensors& tensors, con
   return run(OpType::REDUCE, "reduce", tensors, buf,
              both([=](void* s) { return coralReduce(p, p, e.count, e.type, o, root, c, s); },
                   [=](coralRequest_t* q) { return coralIReduce(p, p, e.count, e.type, o, root, c, q); }),
-             copy_back(t, buf));
+             op.holding(copy_back(t, buf)));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -227,7 +226,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::_reduce_scatter_base(at::Ten
   return run(OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, in,
              both([=](void* s) { return coralReduceScatter(ip, outp, e.count, e.type, o, c, s); },
                   [=](coralRequest_t* q) { return coralIReduceScatter(ip, outp, e.count, e.type, o, c, q); }),
-             [in, back] { back(); });
+             op.holding([in, back] { back(); }));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::reduce_scatter(Tensors& outputs, std::vector<Tensors>& inputs,
@@ -254,7 +253,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::reduce_scatter(Tensors& outp
   return run(OpType::REDUCE_SCATTER, "reduce_scatter", outputs, in,
              both([=](void* s) { return coralReduceScatterv(ip, outp, counts.data(), type, o, c, s); },
                   [=](coralRequest_t* q) { return coralIReduceScatterv(ip, outp, counts.data(), type, o, c, q); }),
-             [in, back] { back(); });
+             op.holding([in, back] { back(); }));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::alltoall_base(at::Tensor& output, at::Tensor& input,

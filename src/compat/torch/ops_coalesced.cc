@@ -69,7 +69,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::reduce_scatter_tensor_coales
   return run(::c10d::OpType::COALESCED, "reduce_scatter_tensor_coalesced", outs, in,
              both([=](void* s) { return coralReduceScatter(ip, outp, e.count, e.type, o, c, s); },
                   [=](coralRequest_t* q) { return coralIReduceScatter(ip, outp, e.count, e.type, o, c, q); }),
-             [in, out, outs] { unflatten(out, 0, outs); });
+             op.holding([in, out, outs] { unflatten(out, 0, outs); }));
 }
 
 }  // namespace coral::torch_backend
