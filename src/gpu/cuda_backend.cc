@@ -116,7 +116,10 @@ void* stream_create() {
   // Coral's streams carry communication that other ranks wait for: the greatest priority, as
   // torch offers NCCL's, so the caller's kernels do not delay it.
   int least = 0, greatest = 0;
-  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) greatest = 0;
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+    (void)cudaGetLastError();  // no priorities: the default one, and no stale error left behind
+    greatest = 0;
+  }
   cudaStream_t s;
   check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest), "cudaStreamCreateWithPriority");
   return s;
