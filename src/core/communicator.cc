@@ -382,7 +382,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
     std::unique_ptr<gpu::CudaMemOps> mem;
     if (device) {
       scratch = gpu_->scratch.get(s.scratch_elems * es);
-      mem = std::make_unique<gpu::CudaMemOps>(gpu_->stream.get(), a.dtype, a.op, timeout_s_.load());
+      mem = std::make_unique<gpu::CudaMemOps>(gpu_->stream.get(), a.dtype, a.op, gpu_limit());
     } else {
       if (scratch_.size() < s.scratch_elems * es) scratch_.resize(s.scratch_elems * es);
       scratch = scratch_.data();

@@ -23,6 +23,10 @@
 #include "core/progress.h"
 #include "transport/transport.h"
 
+namespace coral::gpu {
+struct WaitLimit;
+}
+
 namespace coral {
 
 struct GpuState;
@@ -168,6 +172,9 @@ class Communicator {
   void record_failure(coralResult_t code, const std::string& msg);
   // Throws the earlier failure's code and reason once the communicator has failed.
   void check_usable() const;
+  // How long the progress thread waits for the GPU's own work: the timeout, and no longer than
+  // the communicator is usable.
+  gpu::WaitLimit gpu_limit() const;
   struct Cached;
   Cached& schedule_for(const collectives::CollArgs& a, collectives::Algo algo);
   // On the progress thread: runs one queued request and finishes it.

@@ -63,6 +63,8 @@ void Communicator::ensure_gpu() {
   }
 }
 
+gpu::WaitLimit Communicator::gpu_limit() const { return {timeout_s_.load(), &usable_}; }
+
 std::shared_ptr<Request> Communicator::submit_stream(std::shared_ptr<Request> req, void* stream) {
   // Captured, the call would run once now and its replays would only wait on the flag.
   if (gpu::stream_capturing(stream))
@@ -298,10 +300,10 @@ void Communicator::staged(Call& c) {
     sub.recv = buf[2];
     sub.args.in_place = false;  // the staging buffers are apart
     if (ext.send) gpu::copy_async(const_cast<void*>(sub.send), send, ext.send * es, s);
-    g.stream.sync(timeout_s_.load());
+    g.stream.sync(gpu_limit());
     execute(sub, true);
     if (ext.recv) gpu::copy_async(recv, sub.recv, ext.recv * es, s);
-    g.stream.sync(timeout_s_.load());
+    g.stream.sync(gpu_limit());
     return;
   }
   const size_t n = c.args.count;
@@ -318,8 +320,8 @@ void Communicator::staged(Call& c) {
   if (ext.send && n) copy_down(0);
   for (size_t k = 0; k < pieces; ++k) {
     if (ext.send && k + 1 < pieces) copy_down(k + 1);
-    if (ext.send && n) g.staged[k % 2].sync(timeout_s_.load());
-    if (ext.recv && k >= 2) g.landed[k % 2].sync(timeout_s_.load());  // piece k-2 has left this buffer
+    if (ext.send && n) g.staged[k % 2].sync(gpu_limit());
+    if (ext.recv && k >= 2) g.landed[k % 2].sync(gpu_limit());  // piece k-2 has left this buffer
     Call sub = c;
     sub.args.count = n ? len(k) : 0;
     sub.send = host_send(k);  // null where the call sends or receives nothing
@@ -330,7 +332,7 @@ void Communicator::staged(Call& c) {
       g.landed[k % 2].record(s);
     }
   }
-  g.stream.sync(timeout_s_.load());
+  g.stream.sync(gpu_limit());
 }
 
 }  // namespace coral

@@ -112,7 +112,7 @@ void Communicator::run_stream_p2p(Request& r) {
       }
       ops.push_back(op);
     }
-    if (o) g.stream.sync(timeout_s_.load());
+    if (o) g.stream.sync(gpu_limit());
     f.send_id = engine.add(std::move(ops));
   };
   // All its messages moved: receives copied to their buffers, then the caller's stream released
@@ -130,7 +130,7 @@ void Communicator::run_stream_p2p(Request& r) {
       }
       ++k;
     }
-    if (copied_up) g.stream.sync(timeout_s_.load());
+    if (copied_up) g.stream.sync(gpu_limit());
     g.flag.set(f.req->seq);
     f.req->finish(coralSuccess, "");
     if (f.adopted) queue_.adopted_done();

@@ -100,7 +100,7 @@ void Communicator::prescale(Call& c) {
     // can wait on the driver lock a caller holds while its stream is parked (gpu_state.h).
     void* pinned = gpu_->scalar.get(es);
     gpu::copy_async(pinned, c.premul.ptr, es, gpu_->stream.get());
-    gpu_->stream.sync(timeout_s_.load());
+    gpu_->stream.sync(gpu_limit());
     std::memcpy(value, pinned, es);
     scalar = value;
   }

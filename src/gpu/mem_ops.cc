@@ -82,7 +82,7 @@ void CudaMemOps::premul(void* dst, const void* src, size_t n, const void* scalar
 
 void CudaMemOps::fence() {
   if (!pending_) return;
-  Stream::sync_raw(stream_, timeout_s_);
+  Stream::sync_raw(stream_, limit_);
   pending_ = false;
 }
 

@@ -3,15 +3,16 @@
 #pragma once
 #include <coral/coral.h>
 
+#include "gpu/runtime.h"
 #include "kernels/mem_ops.h"
 
 namespace coral::gpu {
 
 class CudaMemOps : public kernels::MemOps {
  public:
-  // timeout_s: how long fence() waits for the stream before the call fails (0: for good).
-  CudaMemOps(void* stream, coralDataType_t dtype, coralRedOp_t op, double timeout_s = 0)
-      : stream_(stream), dtype_(dtype), op_(op), timeout_s_(timeout_s) {}
+  // limit: how long fence() may wait for the stream.
+  CudaMemOps(void* stream, coralDataType_t dtype, coralRedOp_t op, WaitLimit limit = {})
+      : stream_(stream), dtype_(dtype), op_(op), limit_(limit) {}
   void copy(void* dst, const void* src, size_t bytes) override;
   void reduce(void* dst, void* dst2, const void* a, const void* b, size_t n) override;
   void reduce_many(void* dst, const void* const* srcs, int k, size_t n) override;
@@ -25,7 +26,7 @@ class CudaMemOps : public kernels::MemOps {
   void* stream_;
   coralDataType_t dtype_;
   coralRedOp_t op_;
-  double timeout_s_;
+  WaitLimit limit_;
   bool pending_ = false;  // work issued since the last fence
 };
 

@@ -159,7 +159,8 @@ namespace {
 // for good where Coral's stream shares a hardware queue with a caller's stream held on Coral's
 // flag (docs/gpu.md, "Stream order"): that is said after 10 s, and fails the call at the timeout.
 template <class Done>
-void wait_polled(Done done, double timeout_s) {
+void wait_polled(Done done, const WaitLimit& limit) {
+  const double timeout_s = limit.timeout_s;
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   bool told = false;
@@ -179,16 +180,18 @@ void wait_polled(Done done, double timeout_s) {
                        "CORAL_GPU_STREAM_WAIT=host",
                        timeout_s));
     // Spin at first, as the CUDA syncs do; a long wait need not hold the core.
-    if (waited < 1e-3)
+    if (waited < 1e-3) {
       std::this_thread::yield();
-    else
+    } else {
+      if (limit.check) (*limit.check)();
       std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
   }
 }
 }  // namespace
 
-void Stream::sync_raw(void* s, double timeout_s) {
-  wait_polled([s] { return backend().stream_query(s); }, timeout_s);
+void Stream::sync_raw(void* s, const WaitLimit& limit) {
+  wait_polled([s] { return backend().stream_query(s); }, limit);
 }
 
 Event::Event() {
@@ -200,8 +203,8 @@ Event::~Event() {
   backend().event_destroy(e_);
 }
 void Event::record(void* stream) { backend().event_record(e_, stream); }
-void Event::sync(double timeout_s) {
-  wait_polled([this] { return backend().event_query(e_); }, timeout_s);
+void Event::sync(const WaitLimit& limit) {
+  wait_polled([this] { return backend().event_query(e_); }, limit);
 }
 bool Event::query() { return backend().event_query(e_); }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace coral::gpu {
@@ -34,6 +35,14 @@ bool stream_capturing(void* stream);
 // in the global mode (cudaStreamCaptureModeRelaxed), as NCCL's own threads do.
 void relax_capture();
 
+// How long a wait for the GPU's work may go on: until timeout_s (0: no limit; then the wait fails
+// with coralTimeout), and while check (if given) does not throw, as it does once the call is
+// given up (coralCommRevoke or coralCommAbort on another thread).
+struct WaitLimit {
+  double timeout_s = 0;
+  const std::function<void()>* check = nullptr;
+};
+
 class Stream {
  public:
   Stream();  // non-blocking: never serialised behind the legacy default stream
@@ -41,9 +50,9 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   void* get() const { return s_; }
-  // Waits for the work queued on the stream; fails with coralTimeout after timeout_s (0: never).
-  void sync(double timeout_s = 0) { sync_raw(s_, timeout_s); }
-  static void sync_raw(void* stream, double timeout_s = 0);
+  // Waits for the work queued on the stream, within limit.
+  void sync(const WaitLimit& limit = {}) { sync_raw(s_, limit); }
+  static void sync_raw(void* stream, const WaitLimit& limit = {});
 
  private:
   void* s_ = nullptr;
@@ -56,8 +65,8 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   void record(void* stream);
-  // Waits for the work before the record; fails with coralTimeout after timeout_s (0: never).
-  void sync(double timeout_s = 0);
+  // Waits for the work before the record, within limit.
+  void sync(const WaitLimit& limit = {});
   bool query();  // without waiting: has the work before the record finished?
 
  private:

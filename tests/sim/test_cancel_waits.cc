@@ -184,7 +184,7 @@ TEST_CASE("coralCommSetTimeout bounds later waits, and splits inherit it") {
   CHECK(err == "");
 }
 
-TEST_CASE("a wait for a GPU stream that never drains fails at its timeout, naming the cure") {
+TEST_CASE("a wait for a GPU stream that never drains ends at its timeout or when given up") {
   // Coral's own stream stuck behind a wait that nothing raises: what a caller's stream held on
   // Coral's flag does to it where the two share a hardware queue. The sync must not hang.
   REQUIRE(coral::gpu::usable());
@@ -194,20 +194,32 @@ TEST_CASE("a wait for a GPU stream that never drains fails at its timeout, namin
   flag.enqueue_wait(s.get(), 1);
   coral::gpu::Event e;
   e.record(s.get());
-  auto expect_timeout = [](const std::function<void()>& sync, const char* what) {
+  auto expect_end = [](const std::function<void()>& sync, coralResult_t code, const char* says, const char* what) {
     const auto t0 = Clock::now();
     try {
       sync();
       FAIL(what << " returned while its stream was stuck");
     } catch (const coral::Error& err) {
-      CHECK(err.code() == coralTimeout);
-      CHECK(std::string(err.what()).find("CORAL_GPU_STREAM_WAIT=host") != std::string::npos);
+      CHECK(err.code() == code);
+      CHECK(std::string(err.what()).find(says) != std::string::npos);
     }
     CHECK(since(t0) < 5);
   };
-  expect_timeout([&] { s.sync(0.3); }, "the stream's sync");
-  expect_timeout([&] { e.sync(0.3); }, "the event's sync");
+  const char* cure = "CORAL_GPU_STREAM_WAIT=host";
+  expect_end([&] { s.sync({0.3}); }, coralTimeout, cure, "the stream's sync");
+  expect_end([&] { e.sync({0.3}); }, coralTimeout, cure, "the event's sync");
+  // Given up (a revoke, as the communicator's check throws then) long before the timeout.
+  std::atomic<bool> revoked{false};
+  const std::function<void()> check = [&] {
+    if (revoked) throw coral::Error(coralRemoteError, "revoked by the test");
+  };
+  std::thread revoker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    revoked = true;
+  });
+  expect_end([&] { s.sync({60, &check}); }, coralRemoteError, "revoked", "the given-up stream sync");
+  revoker.join();
   flag.set(1);
-  s.sync(5);
-  e.sync(5);
+  s.sync({5});
+  e.sync({5});
 }
