@@ -81,13 +81,12 @@ nccl_include() {
     [ -n "$d" ] && [ -f "$d/nccl.h" ] && { echo "$d"; return; }
   done
 }
-export -f nccl_include
-inc=$(nccl_include)
+export inc=$(nccl_include)  # configure (run by bash -c) and the nccl-tests build read it
 note "nccl.h: ${inc:-none found} $( [ -n "$inc" ] && grep -hoE 'define NCCL_(MAJOR|MINOR|PATCH) +[0-9]+' "$inc/nccl.h" | awk '{print $3}' | paste -sd.)"
 configure() {
   [ -f "$build/build.ninja" ] || meson setup "$build" -Dcuda=enabled -Dgpu_arch="${GPU_ARCH:-90}" -Dtests=false \
     -Dbench=true -Dtrainer=disabled -Dhwloc=disabled -Ducx=disabled -Dibverbs=disabled -Dmpi=disabled \
-    -Dtorch=auto -Dpython="$(command -v python3)" -Dnccl_include="$(nccl_include)" || return 1
+    -Dtorch=auto -Dpython="$(command -v python3)" -Dnccl_include="$inc" || return 1
   # The core targets alone: a torch extension that does not build for this torch must not stop
   # the other checks (it is built, and reported, in its own step below).
   ninja -C "$build" tests/gpu/gpu_kernels_check bench/coral-kernel-bw tools/coral-run/coral-run tests/gpu/mp_device \
@@ -165,7 +164,6 @@ elif [ ! -f "$shim" ] || ! meson compile -C "$build" tests/gpu/mpi:shared_librar
 else
   home=$(mktemp -d)
   mkdir -p "$home/include" "$home/lib"
-  inc=$(nccl_include)
   # nccl-tests includes nccl_device.h too (NCCL >= 2.28): the one beside the nccl.h used.
   cp "$inc/nccl.h" tests/gpu/mpi_lite/mpi.h "$home/include/"
   [ -f "$inc/nccl_device.h" ] && cp -r "$inc/nccl_device.h" "$inc/nccl_device" "$home/include/"

@@ -134,13 +134,12 @@ RedOp::RedOp(const ::c10d::ReduceOp& op, const at::Tensor& sample, coralComm_t c
         factor = at::scalar_tensor(sup->double_factor, sample.options().device(at::kCPU));
       } else if (sample.is_cuda() && given.is_cuda()) {
         // Read by the call, in stream order: held (factor_) until the call is queued.
-        factor = given.to(sample.scalar_type()).contiguous();
+        factor = factor_ = given.to(sample.scalar_type()).contiguous();
         residence = coralScalarDevice;
       } else {
         // A host call reads it now, through a synchronous copy: no stream to order it after.
         factor = given.to(at::kCPU, sample.scalar_type()).contiguous();
       }
-      if (residence == coralScalarDevice) factor_ = factor;
       const coralResult_t r =
           coralRedOpCreatePreMulSum(&op_, factor.data_ptr(), coral_type(sample, what), residence, comm);
       TORCH_CHECK(r == coralSuccess, "coral: ", what, ": PREMUL_SUM: ", coral_error(comm, r));
