@@ -169,6 +169,9 @@ class Communicator {
   // and 3 (a whole non-element-wise call in 0 and 2), null where unused. The caller's thread
   // calls it first, before its stream is parked, so that staged() finds them allocated.
   std::array<std::byte*, 4> staging_buffers(const Call& call);
+  // Bytes of scratch the device schedule of this call needs (the one execute() will build), for
+  // the caller's thread to reserve before it parks its stream.
+  size_t device_scratch_bytes(const Call& call);
   void record_failure(coralResult_t code, const std::string& msg);
   // Throws the earlier failure's code and reason once the communicator has failed.
   void check_usable() const;
@@ -246,6 +249,9 @@ class Communicator {
   // (schedule_for() only clears cache_ on a miss, which sets last_ again).
   using CallKey = std::tuple<int, size_t, int, int, int, size_t, bool>;
   CallKey last_key_;
+  // device_scratch_bytes()' answers by shape; callers' threads share them.
+  std::mutex scratch_need_mu_;
+  std::map<CallKey, size_t> scratch_need_;
   Cached* last_ = nullptr;
   std::vector<std::byte> scratch_;
   int spin_ = 0;

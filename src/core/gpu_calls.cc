@@ -17,16 +17,12 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "collectives/registry.h"
 #include "core/communicator.h"
 #include "core/gpu_state.h"
 #include "kernels/reduce.h"
 
 namespace coral {
-
-namespace {
-// Bytes of the larger of a call's two buffers (defined below with extent()).
-size_t extent_bytes(const Call& c, int rank, int nranks);
-}  // namespace
 
 int Communicator::gpu_device() {
   std::lock_guard<std::mutex> lock(queue_.mutex());
@@ -136,13 +132,40 @@ std::shared_ptr<Request> Communicator::run_on_stream(Call call, void* stream, bo
   if (device && gpu_->all_local && call.premul.on)
     gpu_->premul.get(reduced_elems(call) * kernels::dtype_size(call.args.dtype));
   if (call.premul.on && call.premul.device_scalar) gpu_->scalar.get(8);
-  if (device && gpu_->all_local && call.args.in_place &&
-      (call.args.coll == collectives::Coll::AllToAll || call.args.coll == collectives::Coll::AllToAllv))
-    gpu_->scratch.get(std::max(gpu_->chunk_bytes, extent_bytes(call, rank_, nranks_)));
+  if (device && gpu_->all_local) gpu_->scratch.get(device_scratch_bytes(call));
   auto req = std::make_shared<Request>();
   req->call = call;
   req->device = device;
   return submit_stream(std::move(req), stream);
+}
+
+size_t Communicator::device_scratch_bytes(const Call& call) {
+  // As execute() will see the call: a PreMulSum call reads its scaled copy.
+  collectives::CollArgs a = call.args;
+  a.rank = rank_;
+  a.nranks = nranks_;
+  a.hosts = &host_index_;
+  a.order = ring_order_;
+  if (call.premul.on) a.in_place = false;
+  const size_t max_bytes = gpu_->chunk_bytes;
+  const collectives::Decision d = tuner_.fixed(a, max_bytes);
+  a.chunk = d.chunk;
+  const size_t es = kernels::dtype_size(a.dtype);
+  if (a.v) return collectives::build(a, d.algo).scratch_elems * es;
+  const CallKey key{static_cast<int>(a.coll),
+                    a.count,
+                    static_cast<int>(a.dtype),
+                    static_cast<int>(a.op),
+                    a.root,
+                    max_bytes,
+                    a.in_place};
+  std::lock_guard<std::mutex> lock(scratch_need_mu_);
+  auto it = scratch_need_.find(key);
+  if (it == scratch_need_.end()) {
+    if (scratch_need_.size() > 256) scratch_need_.clear();
+    it = scratch_need_.emplace(key, collectives::build(a, d.algo).scratch_elems * es).first;
+  }
+  return it->second;
 }
 
 void Communicator::run_stream_call(Request& r) {
@@ -258,11 +281,6 @@ Extent extent(const Call& c, int rank, int nranks) {
       return {span(a.v->recv_counts, {}), n, false};
   }
   return {};
-}
-
-size_t extent_bytes(const Call& c, int rank, int nranks) {
-  const Extent e = extent(c, rank, nranks);
-  return std::max(e.send, e.recv) * kernels::dtype_size(c.args.dtype);
 }
 
 // Elements per staged piece of an element-wise call.

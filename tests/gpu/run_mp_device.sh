@@ -1,7 +1,8 @@
 #!/bin/bash
 # mp_device on 2, 4 and 8 ranks of one host (MP_DEVICE_RANKS; all on GPU 0 when there is one GPU:
-# cuda_ipc between processes sharing it), 2 with callers waiting on the host, then 2 ranks posing
-# as two hosts, which stages through pinned memory. Usage: run_mp_device.sh CORAL_RUN MP_DEVICE
+# cuda_ipc between processes sharing it), 2 with callers waiting on the host, 3 and 4 with forced
+# algorithms and small slots, then 2 ranks posing as two hosts, which stages through pinned
+# memory. Usage: run_mp_device.sh CORAL_RUN MP_DEVICE
 set -uo pipefail
 run=$1 prog=$2
 "$prog" --probe; [ $? -eq 77 ] && exit 77
@@ -13,6 +14,14 @@ done
 # so the call waits on the host instead (CORAL_GPU_STREAM_WAIT=auto picks that).
 echo "== 2 ranks, cuda_ipc, CUDA_DEVICE_MAX_CONNECTIONS=1 (the caller waits on the host)"
 CUDA_DEVICE_MAX_CONNECTIONS=1 MP_DEVICE_QUICK=1 timeout 600 "$run" -n 2 "$prog" || exit 1
+# Forced algorithms whose scratch outgrows a chunk (rhd reduce-scatter folds the whole input, the
+# reduce tree a subtree's sum on an inner rank), with 4 KiB slots: the caller reserves it before
+# parking its stream.
+for run_algo in 3:rhd 4:tree; do
+  n=${run_algo%%:*} algo=${run_algo#*:}
+  echo "== $n ranks, cuda_ipc, CORAL_ALGO=$algo, 4 KiB slots"
+  CORAL_ALGO=$algo CORAL_CUDA_IPC_SLOT_BYTES=4096 MP_DEVICE_QUICK=1 timeout 600 "$run" -n $n "$prog" || exit 1
+done
 echo "== 2 ranks as two hosts, staged through pinned memory over tcp"
 MP_DEVICE_QUICK=1 CORAL_GPU_STAGE_BYTES=1M timeout 600 "$run" -n 2 \
   bash -c 'CORAL_HOSTID=host$CORAL_RANK exec "$0"' "$prog" || exit 1

@@ -20,18 +20,22 @@ Trial* Tuner::trial_for(const CollArgs& a) {
 }
 
 Decision Tuner::decide(const CollArgs& a, size_t max_bytes, bool trials) {
+  Trial* t = trials ? trial_for(a) : nullptr;
+  if (!t) return fixed(a, max_bytes);
+  Decision d;
+  if (t->decided()) {
+    d.algo = t->pick();
+  } else {
+    d.algo = t->current();
+    d.trial = t;
+  }
+  d.chunk = std::max<size_t>(1, chunk(a, d.algo, max_bytes) / kernels::dtype_size(a.dtype));
+  return d;
+}
+
+Decision Tuner::fixed(const CollArgs& a, size_t max_bytes) const {
   Decision d;
   d.algo = select_algo(a, p_);
-  if (trials) {
-    if (Trial* t = trial_for(a)) {
-      if (t->decided()) {
-        d.algo = t->pick();
-      } else {
-        d.algo = t->current();
-        d.trial = t;
-      }
-    }
-  }
   d.chunk = std::max<size_t>(1, chunk(a, d.algo, max_bytes) / kernels::dtype_size(a.dtype));
   return d;
 }

@@ -30,6 +30,9 @@ class Tuner {
   // trial's pick, else the cost model's. max_bytes: the links' largest message; trials: whether
   // this call may be timed (host buffers, not the trials' own agreement).
   Decision decide(const CollArgs& a, size_t max_bytes, bool trials);
+  // decide() without trials: the cost model's pick and chunk, which reads only the parameters
+  // (fixed once the communicator is made), so any thread may ask while calls run.
+  Decision fixed(const CollArgs& a, size_t max_bytes) const;
   // A trial's call took `seconds`; true once its scores are due for the ranks' agreement.
   bool record(Trial& t, double seconds) { return t.record(seconds); }
   // Keeps the pick from the ranks' combined scores (the same on every rank).
