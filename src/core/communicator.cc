@@ -315,13 +315,7 @@ void Communicator::execute(Call& c, bool background, bool device) {
   const size_t es = kernels::dtype_size(a.dtype);
   // Training loops repeat one call: its algorithm, chunk and schedule are looked up once.
   const size_t max_bytes = device ? gpu_->chunk_bytes : chunk_bytes();
-  const CallKey key{static_cast<int>(a.coll),
-                    a.count,
-                    static_cast<int>(a.dtype),
-                    static_cast<int>(a.op),
-                    a.root,
-                    max_bytes,
-                    a.in_place};
+  const CallKey key = call_key(a, max_bytes);
   collectives::Trial* trial = nullptr;
   if (a.v) {
     // A v-collective's schedule depends on its counts: built for this call alone.

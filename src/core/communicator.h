@@ -248,6 +248,15 @@ class Communicator {
   // The last call's shape and its chunk limit, and what it was given: a cache_ entry
   // (schedule_for() only clears cache_ on a miss, which sets last_ again).
   using CallKey = std::tuple<int, size_t, int, int, int, size_t, bool>;
+  static CallKey call_key(const collectives::CollArgs& a, size_t max_bytes) {
+    return {static_cast<int>(a.coll),
+            a.count,
+            static_cast<int>(a.dtype),
+            static_cast<int>(a.op),
+            a.root,
+            max_bytes,
+            a.in_place};
+  }
   CallKey last_key_;
   // device_scratch_bytes()' answers by shape; callers' threads share them.
   std::mutex scratch_need_mu_;

@@ -152,13 +152,7 @@ size_t Communicator::device_scratch_bytes(const Call& call) {
   a.chunk = d.chunk;
   const size_t es = kernels::dtype_size(a.dtype);
   if (a.v) return collectives::build(a, d.algo).scratch_elems * es;
-  const CallKey key{static_cast<int>(a.coll),
-                    a.count,
-                    static_cast<int>(a.dtype),
-                    static_cast<int>(a.op),
-                    a.root,
-                    max_bytes,
-                    a.in_place};
+  const CallKey key = call_key(a, max_bytes);
   std::lock_guard<std::mutex> lock(scratch_need_mu_);
   auto it = scratch_need_.find(key);
   if (it == scratch_need_.end()) {
