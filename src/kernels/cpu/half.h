@@ -65,6 +65,7 @@ inline uint16_t float_to_bf16(float f) {
 template <int Mant, int Bias, uint32_t MaxBits, uint32_t InfCode>
 struct Fp8Format {
   static constexpr int kMant = Mant;
+  static constexpr int kBias = Bias;
   static constexpr int kShift = 23 - Mant;  // float mantissa bits dropped
   static constexpr uint32_t kRebias = static_cast<uint32_t>(127 - Bias) << 23;
   static constexpr uint32_t kMaxBits = MaxBits;  // largest finite, as float bits
