@@ -147,7 +147,7 @@ template <class Op>
 }
 
 // fp8 (F is Fp8E4M3 or Fp8E5M2) computes each step in float and rounds once, as CUDA does (the
-// AVX-512 route through fp16 gives the same bits: kernels/cpu/fp8_half.h).
+// SIMD route through fp16 gives the same bits: kernels/cpu/fp8_half.h).
 #ifdef CORAL_FP8_LANES
 template <class Op>
 inline fp8v::VF vapply(fp8v::VF a, fp8v::VF b) {
@@ -170,12 +170,12 @@ template <class F, class Op>
   size_t i = 0;
 #ifdef CORAL_FP8_LANES
   // Exact aliasing only (dst == a or b): each block is read whole before it is written.
-#if CORAL_FP8_LANES == 16
-  for (; i + 32 <= n; i += 32)
-    fp8h::apply32<F>(d + i, x + i, y + i, [](__m512 p, __m512 q) {
-      fp8v::VF r = vapply<Op>(reinterpret_cast<fp8v::VF>(p), reinterpret_cast<fp8v::VF>(q));
+#ifdef CORAL_FP8_HALF_LANES
+  for (; i + fp8h::kLanes <= n; i += fp8h::kLanes)
+    fp8h::apply<F>(d + i, x + i, y + i, [](fp8h::VF p, fp8h::VF q) {
+      fp8h::VF r = vapply<Op>(p, q);
       if constexpr (std::is_same_v<Op, OpProd>) r = r / fp8h::kScaled<F>;  // the scale twice: once back
-      return reinterpret_cast<__m512>(r);
+      return r;
     });
 #endif
   for (; i + fp8v::kLanes <= n; i += fp8v::kLanes)
