@@ -29,7 +29,9 @@ run() {
   start=$(date +%s)
   out=$(cd "$work" && CORAL_MPI_REPORT=1 timeout 300 $(launcher "$abi") "$p" "${pre[@]}" "$@" 2>&1)
   rc=$?
-  report=$(grep -m1 '^coral-mpi: handled' <<<"$out")
+  # Anywhere in a line: mpirun forwards the ranks' streams in pieces, so the report can land
+  # right after another rank's output with no newline between (seen once with mpi4py at P=4).
+  report=$(grep -m1 -o 'coral-mpi: handled [0-9]* collective calls, passed [0-9]* to MPI' <<<"$out")
   echo "$name $abi P=$p $mode ($(( $(date +%s) - start )) s): ${want:+$(grep -m1 -E "$want" <<<"$out") }${report:+| $report}"
   if [ $rc -ne 0 ] || ! grep -q -E "$want" <<<"$out"; then
     echo "FAIL: $name $abi P=$p $mode: exit status $rc; output:"
