@@ -41,8 +41,10 @@ for p in $ps; do
     start=$(date +%s)
     out=$(CORAL_MPI_REPORT=1 timeout $limit "${run[@]}" $p "${pre[@]}" "$work/conformance" $counts $ops 2>&1)
     rc=$?
-    line=$(grep '^conformance:' <<<"$out")
-    report=$(grep '^coral-mpi: handled' <<<"$out")
+    # Anywhere in a line: mpirun forwards the ranks' streams in pieces, so one line can follow
+    # another rank's output with no newline between (tests/mpi/run_clients.sh saw it).
+    line=$(grep -m1 -o 'conformance:.*' <<<"$out")
+    report=$(grep -m1 -o 'coral-mpi: handled [0-9]* collective calls, passed [0-9]* to MPI' <<<"$out")
     echo "$abi P=$p $mode ($(( $(date +%s) - start )) s): ${line:-no summary} ${report:+| $report}"
     if [ $rc -ne 0 ] || ! grep -q 'failures=0' <<<"$line"; then
       echo "FAIL: $abi P=$p $mode: exit status $rc"
