@@ -18,23 +18,19 @@
 #include <bit>
 #include <cstdint>
 
+#include "kernels/cpu/fp8_simd.h"
 #include "kernels/cpu/half.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-#define CORAL_FP8_HALF_LANES 32
-#elif defined(__AVX2__) && defined(__F16C__)
-#define CORAL_FP8_HALF_LANES 16
-#endif
-
-#ifdef CORAL_FP8_HALF_LANES
-#include <immintrin.h>
+// Twice fp8_simd.h's lanes: 16-bit lanes in the same registers (both tables have F16C).
+#if defined(CORAL_FP8_LANES) && defined(__F16C__)
+#define CORAL_FP8_HALF_LANES (2 * CORAL_FP8_LANES)
 
 namespace coral::kernels::CORAL_KERNEL_NS::fp8h {
 
 constexpr int kLanes = CORAL_FP8_HALF_LANES;
 typedef uint16_t VH __attribute__((vector_size(2 * kLanes)));
 typedef int16_t VS __attribute__((vector_size(2 * kLanes)));
-typedef float VF __attribute__((vector_size(2 * kLanes)));  // half the lanes, as floats
+using VF = fp8v::VF;  // half the lanes, as floats
 
 // fp16 holds an fp8 value times 2^(Bias - 15); floats from it are scaled alike.
 template <class F>
