@@ -148,16 +148,19 @@ size_t Communicator::device_scratch_bytes(const Call& call) {
   a.order = ring_order_;
   if (call.premul.on) a.in_place = false;
   const size_t max_bytes = gpu_->chunk_bytes;
-  const collectives::Decision d = tuner_.fixed(a, max_bytes);
-  a.chunk = d.chunk;
-  const size_t es = kernels::dtype_size(a.dtype);
-  if (a.v) return collectives::build(a, d.algo).scratch_elems * es;
+  // The schedule execute() will build: device calls take the cost model's pick, never a trial's.
+  auto need = [&] {
+    const collectives::Decision d = tuner_.fixed(a, max_bytes);
+    a.chunk = d.chunk;
+    return collectives::build(a, d.algo).scratch_elems * kernels::dtype_size(a.dtype);
+  };
+  if (a.v) return need();  // its schedule depends on its counts
   const CallKey key = call_key(a, max_bytes);
   std::lock_guard<std::mutex> lock(scratch_need_mu_);
   auto it = scratch_need_.find(key);
   if (it == scratch_need_.end()) {
     if (scratch_need_.size() > 256) scratch_need_.clear();
-    it = scratch_need_.emplace(key, collectives::build(a, d.algo).scratch_elems * es).first;
+    it = scratch_need_.emplace(key, need()).first;
   }
   return it->second;
 }

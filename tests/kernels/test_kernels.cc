@@ -302,8 +302,8 @@ TEST_CASE("SIMD kernels equal the scalar reference bit for bit") {
   }
 }
 
-// The AVX-512 fp8 reductions round through fp16 (kernels/cpu/fp8_half.h), which is exact only
-// for one op on two fp8 values: every pair of codes, in both orders, under every op, in place too.
+// The SIMD fp8 reductions round through fp16 (kernels/cpu/fp8_half.h), which is exact only for
+// one op on two fp8 values: every pair of codes, in both orders, under every op, in place too.
 TEST_CASE("SIMD fp8 reductions equal the scalar reference for every pair of codes") {
   auto isas = simd_isas();
   if (isas.empty()) SUCCEED("no SIMD table runs on this CPU");
