@@ -205,6 +205,11 @@ CORAL_API coralResult_t coralGroupEnd(void);
  * the calls deferred so far are dropped instead of run (nothing of them has started): for a
  * tool that opened a group only to price it, as NCCL's ncclGroupSimulateEnd. */
 CORAL_API coralResult_t coralGroupDiscard(void);
+/* Inside a group: sets *microseconds to the cost model's time (coralQueryEstimateUs) for the
+ * calls the thread's group holds so far, those of one communicator one after another and the
+ * communicators side by side. The group stays open: end or discard it next. A member refused at
+ * its call makes this return that failure, as coralGroupEnd would. */
+CORAL_API coralResult_t coralGroupEstimate(double* microseconds);
 
 /* PreMulSum (as NCCL's): every input is multiplied by *scalar before the sum. */
 typedef enum {
@@ -298,7 +303,11 @@ typedef enum {
   coralQueryChunkBytes = 2, /* that call's pipelining chunk in bytes */
   coralQueryTuning = 3,     /* "1" while trials (CORAL_TUNE_TRIALS) of that shape still run, else "0" */
   coralQueryTrialPicks = 4, /* the trials' picks so far as a CORAL_ALGO value; "" if none */
-  coralNumQueries = 5,
+  /* The cost model's time for that call in microseconds: the schedule it runs, timed message by
+   * message over the link classes (latency plus bytes over bandwidth; across hosts as measured
+   * when the communicator was made). Reductions and copies are not priced. */
+  coralQueryEstimateUs = 5,
+  coralNumQueries = 6,
   coralMaxQuery = 0x7fffffff /* as coralMaxDataType */
 } coralQuery_t;
 

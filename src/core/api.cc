@@ -206,7 +206,8 @@ coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQu
       out = c.transport_of(args->peer);
     } else if (query == coralQueryTrialPicks) {
       out = c.trial_picks();
-    } else if (query == coralQueryAlgorithm || query == coralQueryChunkBytes || query == coralQueryTuning) {
+    } else if (query == coralQueryAlgorithm || query == coralQueryChunkBytes || query == coralQueryTuning ||
+               query == coralQueryEstimateUs) {
       static constexpr Coll colls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast,
                                        Coll::Reduce,    Coll::AllToAll,      Coll::Gather,    Coll::Scatter};
       static_assert(std::size(colls) == coralNumCollectives);
@@ -221,10 +222,14 @@ coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQu
                                                static_cast<int>(args->op), coral::kernels::dtype_name(args->datatype)));
       coral::Call call = coral::make_call(colls[args->collective], nullptr, nullptr, args->count, args->datatype,
                                           args->op, args->root);
-      const auto info = c.query(call.args, args->device != 0);
-      out = query == coralQueryAlgorithm    ? coral::collectives::algo_name(info.algo)
-            : query == coralQueryChunkBytes ? std::to_string(info.chunk_bytes)
-                                            : (info.tuning ? "1" : "0");
+      if (query == coralQueryEstimateUs) {
+        out = fmt::format("{:.3f}", c.estimate_us(call.args, args->device != 0));
+      } else {
+        const auto info = c.query(call.args, args->device != 0);
+        out = query == coralQueryAlgorithm    ? coral::collectives::algo_name(info.algo)
+              : query == coralQueryChunkBytes ? std::to_string(info.chunk_bytes)
+                                              : (info.tuning ? "1" : "0");
+      }
     } else {
       fail(coralInvalidArgument, fmt::format("query {} is not a coralQuery_t", static_cast<int>(query)));
     }

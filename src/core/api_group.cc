@@ -159,6 +159,30 @@ coralResult_t coralGroupDiscard(void) {
   });
 }
 
+coralResult_t coralGroupEstimate(double* microseconds) {
+  return guard(nullptr, "coralGroupEstimate", [&] {
+    if (t_group.depth == 0) fail(coralInvalidUsage, "coralGroupEstimate without a matching coralGroupStart");
+    if (!microseconds) fail(coralInvalidArgument, "microseconds is NULL");
+    if (t_group.error != coralSuccess) fail(t_group.error, t_group.message);
+    // A communicator runs its collectives one after another, then its sends and receives all
+    // together: these cost the busier direction. Communicators run side by side.
+    struct Cost {
+      coralComm* comm;
+      double colls = 0, sends = 0, recvs = 0;
+    };
+    std::vector<Cost> costs;
+    for (const Member& m : t_group.members) {
+      const double us = need(m.comm).estimate_us(m.call.args, m.device);
+      auto it = std::find_if(costs.begin(), costs.end(), [&](const Cost& c) { return c.comm == m.comm; });
+      if (it == costs.end()) it = costs.insert(costs.end(), Cost{m.comm});
+      (m.call.args.coll == Coll::Send ? it->sends : m.call.args.coll == Coll::Recv ? it->recvs : it->colls) += us;
+    }
+    double longest = 0;
+    for (const Cost& c : costs) longest = std::max(longest, c.colls + std::max(c.sends, c.recvs));
+    *microseconds = longest;
+  });
+}
+
 coralResult_t coralISend(const void* s, size_t n, coralDataType_t t, int peer, coralComm_t comm, coralRequest_t* q) {
   return launch_nb(
       "coralISend", comm,

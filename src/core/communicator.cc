@@ -257,16 +257,6 @@ void Communicator::agree(collectives::Trial& trial, const collectives::CollArgs&
   tuner_.settle(trial, all, args);
 }
 
-Communicator::CallInfo Communicator::query(collectives::CollArgs a, bool device) {
-  a.rank = rank_;
-  a.nranks = nranks_;
-  a.hosts = &host_index_;
-  a.order = ring_order_;
-  const collectives::Algo algo = tuner_.choose(a);
-  const size_t max_bytes = device ? device_chunk_bytes() : chunk_bytes();
-  return {algo, tuner_.chunk(a, algo, max_bytes), !device && tuner_.tuning(a)};
-}
-
 Communicator::Cached& Communicator::schedule_for(const collectives::CollArgs& a, collectives::Algo algo) {
   auto key = std::make_tuple(static_cast<int>(a.coll), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op),
                              a.root, static_cast<int>(algo), a.chunk, a.in_place);

@@ -106,6 +106,9 @@ class Communicator {
     bool tuning;
   };
   CallInfo query(collectives::CollArgs args, bool device);
+  // The cost model's time for that call in microseconds (coralQueryEstimateUs): the schedule
+  // query() names, built for every rank and timed over the link classes (collectives/simulate.h).
+  double estimate_us(collectives::CollArgs args, bool device);
   // The trials' settled picks as a CORAL_ALGO value.
   std::string trial_picks() const { return tuner_.overrides(); }
   // What the topology decided at init: ring order, each rank's device and NIC.

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -133,6 +134,65 @@ TEST_CASE("a discarded group runs none of its calls and closes only its own leve
           return ring_exchange(rank, comm, 100, true);
         }) == "");
   CHECK(coralGroupDiscard() == coralInvalidUsage);  // no group open
+}
+
+// coralQueryEstimateUs of an all-reduce of n floats, as a number.
+double estimate_us(coralComm_t comm, size_t n) {
+  coralQueryArgs_t a = CORAL_QUERY_ARGS_INITIALIZER;
+  a.count = n;
+  char v[64];
+  if (coralCommQuery(comm, coralQueryEstimateUs, &a, v, sizeof v) != coralSuccess) return -1;
+  return std::stod(v);
+}
+
+TEST_CASE("coralGroupEstimate prices the group's calls and leaves it open") {
+  CHECK(on_ranks(3, [&](int rank, coralComm_t comm) -> std::string {
+          const size_t n = 64 << 10;
+          const double small = estimate_us(comm, n), large = estimate_us(comm, 4 * n);
+          if (!(small > 0 && large > small))
+            return fmt::format("rank {}: estimates {} us for {} floats, {} us for 4x as many", rank, small, n, large);
+          std::vector<float> in(4 * n, float(rank + 1)), out(4 * n, -1.0f);
+          std::vector<uint8_t> msg(n, uint8_t(rank)), got(n), got2(n);
+          const int right = (rank + 1) % 3, left = (rank + 2) % 3;
+          double colls = 0, with_send = 0, with_recv = 0, two_sends = 0;
+          CALL(coralGroupStart());
+          CALL(coralAllReduce(in.data(), out.data(), n, coralFloat32, coralSum, comm, nullptr));
+          CALL(coralAllReduce(in.data(), out.data() + n, 3 * n, coralFloat32, coralSum, comm, nullptr));
+          CALL(coralGroupEstimate(&colls));
+          CALL(coralSend(msg.data(), n, coralUint8, right, comm, nullptr));
+          CALL(coralGroupEstimate(&with_send));
+          CALL(coralRecv(got.data(), n, coralUint8, left, comm, nullptr));
+          CALL(coralGroupEstimate(&with_recv));
+          CALL(coralSend(msg.data(), n, coralUint8, left, comm, nullptr));
+          CALL(coralRecv(got2.data(), n, coralUint8, right, comm, nullptr));
+          CALL(coralGroupEstimate(&two_sends));
+          CALL(coralGroupEnd());
+          // Collectives run one after another; sends and receives together, costing the busier
+          // direction.
+          const double three_n = estimate_us(comm, 3 * n);
+          if (std::abs(colls - (small + three_n)) > 0.01)
+            return fmt::format("rank {}: the group's two all-reduces cost {} us, each alone {} + {} us", rank, colls,
+                               small, three_n);
+          if (!(with_send > colls && with_recv == with_send && two_sends > with_recv))
+            return fmt::format("rank {}: collectives {} us, + a send {}, + its receive {}, + a second pair {}", rank,
+                               colls, with_send, with_recv, two_sends);
+          // The estimates ran nothing and the group ran whole at its end.
+          if (out[0] != 6.0f || out[4 * n - 1] != 6.0f || got[0] != left || got2[n - 1] != right)
+            return fmt::format("rank {}: after the group out = {}, {}; received {}, {}", rank, out[0], out[4 * n - 1],
+                               got[0], got2[n - 1]);
+          // A member refused at its call is what the estimate returns, as coralGroupEnd would.
+          double us = -1;
+          CALL(coralGroupStart());
+          if (coralSend(msg.data(), n, coralUint8, 9, comm, nullptr) != coralInvalidArgument) return "send to 9";
+          if (coralGroupEstimate(&us) != coralInvalidArgument || us != -1)
+            return fmt::format("rank {}: a group holding a refused send was priced ({} us)", rank, us);
+          if (coralGroupEstimate(nullptr) != coralInvalidArgument) return "coralGroupEstimate(NULL) was taken";
+          CALL(coralGroupDiscard());
+          return "";
+        }) == "");
+  double us = -1;
+  CHECK(coralGroupEstimate(&us) == coralInvalidUsage);  // no group open
+  CHECK(us == -1);
 }
 
 TEST_CASE("non-blocking sends posted before the peers' receives complete") {

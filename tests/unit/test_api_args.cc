@@ -114,6 +114,8 @@ TEST_CASE("coralCommQuery answers what a call runs and rejects bad queries") {
   CHECK(std::string(v) == "0");  // trials are off by default
   REQUIRE(coralCommQuery(comm, coralQueryTrialPicks, nullptr, v, sizeof v) == coralSuccess);
   CHECK(std::string(v).empty());
+  REQUIRE(coralCommQuery(comm, coralQueryEstimateUs, &a, v, sizeof v) == coralSuccess);
+  CHECK(std::stod(v) == 0);  // one rank sends nothing: the model prices messages only
 
   a.peer = 1;
   expect_invalid(coralCommQuery(comm, coralQueryTransport, &a, v, sizeof v), comm, "args->peer 1 is not a rank");
