@@ -368,13 +368,34 @@ static int one_process(void) {
   EXPECT(ncclGroupSimulateEnd(NULL) == ncclInvalidUsage, "ncclGroupSimulateEnd without a group");
   ncclSimInfo_t sim0 = NCCL_SIM_INFO_INITIALIZER;
   EXPECT(ncclGroupSimulateEnd(&sim0) == ncclInvalidUsage, "ncclGroupSimulateEnd without a group");
-  /* A simulated group is not run, and is over: the thread's next calls are not deferred. */
-  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  /* A simulated group is priced, not run, and is over: the thread's next calls are not
+   * deferred. An inner level only closes, leaving the estimate alone. */
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER, inner = NCCL_SIM_INFO_INITIALIZER;
   for (int i = 0; i < 6; ++i) out[0][i] = -1;
   EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+  EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
   for (int c = 0; c < 3; ++c) ncclAllReduce(in[c], out[c], 6, ncclFloat, ncclSum, comms[c], NULL);
-  EXPECT(ncclGroupSimulateEnd(&sim) == ncclInvalidUsage, "ncclGroupSimulateEnd is not supported");
+  EXPECT(ncclGroupSimulateEnd(&inner) == ncclSuccess, "an inner ncclGroupSimulateEnd");
+  EXPECT(inner.estimatedTime == NCCL_UNDEF_FLOAT, "an inner level estimated %g us", inner.estimatedTime);
+  EXPECT(ncclGroupSimulateEnd(&sim) == ncclSuccess, "ncclGroupSimulateEnd: %s", ncclGetLastError(NULL));
+  EXPECT(sim.estimatedTime > 0 && sim.estimatedTime < 1e6, "ncclGroupSimulateEnd estimated %g us", sim.estimatedTime);
   EXPECT(out[0][0] == -1, "ncclGroupSimulateEnd ran the group's all-reduce");
+  /* A larger all-reduce costs more; a struct not made by NCCL_SIM_INFO_INITIALIZER is refused,
+   * and the group is over all the same. */
+  static float big_in[3][6 << 12], big_out[3][6 << 12];
+  ncclSimInfo_t big = NCCL_SIM_INFO_INITIALIZER, raw = big;
+  raw.magic = 0;
+  EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+  for (int c = 0; c < 3; ++c) ncclAllReduce(big_in[c], big_out[c], 6 << 12, ncclFloat, ncclSum, comms[c], NULL);
+  EXPECT(ncclGroupSimulateEnd(&big) == ncclSuccess, "ncclGroupSimulateEnd of a large all-reduce");
+  EXPECT(big.estimatedTime > sim.estimatedTime, "%g us for 24 Ki floats, %g us for 6", big.estimatedTime,
+         sim.estimatedTime);
+  EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+  for (int c = 0; c < 3; ++c) ncclAllReduce(in[c], out[c], 6, ncclFloat, ncclSum, comms[c], NULL);
+  r = ncclGroupSimulateEnd(&raw);
+  EXPECT(r == ncclInvalidArgument && strstr(ncclGetLastError(NULL), "NCCL_SIM_INFO_INITIALIZER"),
+         "ncclGroupSimulateEnd of an uninitialized simInfo gave %s: %s", ncclGetErrorString(r), ncclGetLastError(NULL));
+  EXPECT(out[0][0] == -1, "a refused ncclGroupSimulateEnd ran the group's all-reduce");
   EXPECT(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
   for (int c = 0; c < 3; ++c) ncclAllReduce(in[c], out[c], 6, ncclFloat, ncclSum, comms[c], NULL);
   EXPECT(ncclGroupEnd() == ncclSuccess, "a group after ncclGroupSimulateEnd");

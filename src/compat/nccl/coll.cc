@@ -2,6 +2,8 @@
 // dtype, op and result values are Coral's, so arguments pass through; Coral checks them and
 // says what was wrong.
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <vector>
 
 #include "shim.h"
@@ -143,20 +145,33 @@ ncclResult_t ncclGroupEnd() {
   return settle_inits(r, "ncclGroupEnd");
 }
 
-// Coral does not price a group the way NCCL's simulator does. The group still ends here, its
-// calls dropped unrun (as a simulation leaves the buffers alone): left open, it would defer every
-// later call of the thread for good.
+// As NCCL: the outermost level prices the group's calls and drops them unrun (a simulation
+// leaves the buffers alone), and the group is over. NCCL's estimate is its own cost model's for
+// the group's last collective; Coral's is its cost model's for all of them (coralGroupEstimate).
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* info) {
   if (!info) return ncclGroupEnd();  // as NCCL: nothing to simulate into, a plain end
   if (t_depth == 0) return fail(ncclInvalidUsage, "ncclGroupSimulateEnd: no ncclGroupStart to end");
+  if (--t_depth > 0) return from(coralGroupDiscard(), nullptr);  // an inner level: only closed
+  // A caller built against an older nccl.h passes a smaller struct: only its fields are ours.
+  const ncclSimInfo_t fresh = NCCL_SIM_INFO_INITIALIZER;
+  ncclSimInfo_t sim = fresh;
+  size_t size = 0;
+  std::memcpy(&size, &info->size, sizeof size);
+  size = std::min(size, sizeof sim);
+  std::memcpy(&sim, info, size);
+  ncclResult_t r = ncclSuccess;
+  double us = 0;
+  if (size < offsetof(ncclSimInfo_t, version) || sim.magic != fresh.magic)
+    r = fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo was not initialized with NCCL_SIM_INFO_INITIALIZER");
+  else
+    r = from(coralGroupEstimate(&us), nullptr);
   coralGroupDiscard();
-  if (--t_depth == 0) {
-    release_held();
-    settle_inits(ncclSuccess, "ncclGroupSimulateEnd");  // those still come up
-  }
-  return fail(ncclInvalidUsage,
-              "ncclGroupSimulateEnd: Coral does not simulate groups (its tuner prices calls itself); the group "
-              "was closed and its calls dropped, not run");
+  release_held();
+  r = settle_inits(r, "ncclGroupSimulateEnd");  // those still come up
+  if (r != ncclSuccess) return r;
+  sim.estimatedTime = static_cast<float>(us);
+  std::memcpy(info, &sim, size);
+  return ncclSuccess;
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* o, void* scalar, ncclDataType_t t, ncclScalarResidence_t res,
