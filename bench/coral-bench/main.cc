@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
       for (size_t size : o.sizes()) {
         const exact::Layout l = layout_of(o, size, t, rank, nranks);
         const size_t count = l.total_elems(), bytes = count * es;
-        Row r{bytes, count, type_name(t), op_name(op), has_root(o.coll) ? o.root : -1, {}, {}, {}, 0, 0};
+        Row r{bytes, count, type_name(t), op_name(op), has_root(o.coll) ? o.root : -1, {}, {}, {}, 0, 0, -1};
         for (bool ip : {false, true}) {
           Timing tm = measure(o, b, ip, l, t, op, call_op, nranks, seed++);
           tm.algbw = tm.time_us > 0 ? bytes / (tm.time_us * 1e-6) / 1e9 : 0;
@@ -394,6 +394,7 @@ int main(int argc, char** argv) {
         const coralQueryArgs_t a = args_of(o, l.n, t, op);
         r.algo = o.coll == exact::Coll::AllToAllv ? "pairwise" : l.is_v() ? "ring" : query(coralQueryAlgorithm, a);
         r.chunk_bytes = std::stoull(query(coralQueryChunkBytes, a));
+        if (!l.is_v()) r.model_us = std::stod(query(coralQueryEstimateUs, a));
         // Device buffers have no bound: it is measured over the host links.
         r.bound_pct = bound.gbps > 0 ? 100.0 * r.oop.busbw / bound.gbps : -1;
         rows.push_back(r);

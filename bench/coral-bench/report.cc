@@ -125,7 +125,8 @@ void write_json(const Options& o, int nranks, const Bound& b, const std::vector<
                             {"in_place", t(r.ip)},
                             {"algo", r.algo},
                             {"chunk_bytes", r.chunk_bytes},
-                            {"bound_pct", r.bound_pct < 0 ? json(nullptr) : json(r.bound_pct)}});
+                            {"bound_pct", r.bound_pct < 0 ? json(nullptr) : json(r.bound_pct)},
+                            {"model_us", r.model_us < 0 ? json(nullptr) : json(r.model_us)}});
   }
   j["out_of_bounds"] = total_wrong(rows);
   j["avg_busbw"] = avg_busbw(rows);

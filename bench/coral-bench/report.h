@@ -21,6 +21,7 @@ struct Row {
   std::string algo;
   size_t chunk_bytes;
   double bound_pct;  // busbw (out of place) / measured link bandwidth; negative: none measured
+  double model_us;   // the cost model's time (coralQueryEstimateUs); negative: not asked (v-forms)
 };
 
 struct Bound {

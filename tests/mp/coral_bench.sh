@@ -62,7 +62,7 @@ echo "$out" | grep -q "# Out of bounds values : [1-9][0-9]* FAILED" || fail "cor
 
 # JSON, CSV, plot.
 "$run" -n 2 --no-prefix "$bench" "${quick[@]}" -J "$tmp/r.json" --plot "$tmp/r.png" > /dev/null || fail "json/plot run"
-python3 -c "import json,sys; j=json.load(open('$tmp/r.json')); assert j['nranks']==2 and len(j['results'])==6 and j['out_of_bounds']==0, j" \
+python3 -c "import json,sys; j=json.load(open('$tmp/r.json')); assert j['nranks']==2 and len(j['results'])==6 and j['out_of_bounds']==0 and all(r['model_us'] > 0 for r in j['results']), j" \
   || fail "JSON content"
 if command -v gnuplot >/dev/null; then
   head -c 4 "$tmp/r.png" | od -c | grep -q "P   N   G" || fail "--plot wrote no PNG"
