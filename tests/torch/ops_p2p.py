@@ -164,3 +164,33 @@ def coalescing():
     backend = dist.distributed_c10d._get_default_group()._get_backend(cpu)
     if hasattr(type(backend), "supports_coalescing") and not backend.supports_coalescing:
         fail("coalescing", "supports_coalescing is False")
+
+
+@section
+def time_estimate():
+    # torch's _time_estimator (torch 2.14; ProcessGroupNCCL's ncclGroupSimulateEnd elsewhere):
+    # the calls inside are priced by Coral's cost model and not run.
+    cpu = torch.device("cpu")
+    if not hasattr(dist, "_time_estimator") or not dist.group.WORLD._get_backend(cpu).supports_time_estimate:
+        return
+    xs = inputs(1 << 16, torch.float32, R.SUM, "estimate")
+    small, large = xs[h.RANK][:1024].clone(), xs[h.RANK].clone()
+    with dist._time_estimator(device=cpu) as one:
+        dist.all_reduce(small)
+    with dist._time_estimator(device=cpu) as two:
+        dist.all_reduce(small)
+        work = dist.all_reduce(large, async_op=True)
+        dist.broadcast(large, src=0)
+    if not work.is_completed():
+        fail("time_estimate", "a priced all_reduce's work is not completed")
+    expect("tensors inside a time estimate are untouched", large, xs[h.RANK], exact=True)
+    expect("small tensor inside a time estimate is untouched", small, xs[h.RANK][:1024], exact=True)
+    # One rank moves nothing: the model prices messages only.
+    if h.WORLD == 1 and not (one.estimated_time == 0 and two.estimated_time == 0):
+        fail("time_estimate", f"one rank's estimates are {one.estimated_time} and {two.estimated_time} us, want 0")
+    if h.WORLD > 1 and not (0 < one.estimated_time < two.estimated_time < 1e6):
+        fail("time_estimate", f"{one.estimated_time} us for one small all_reduce, {two.estimated_time} us with "
+             "a large all_reduce and a broadcast after it")
+    # Nothing of the estimate is left open: the next calls run.
+    dist.all_reduce(large)
+    expect("all_reduce after a time estimate", large, reduce(xs, R.SUM))

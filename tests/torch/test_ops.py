@@ -17,7 +17,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import expect, expect_raises, fail, inputs, section  # noqa: E402
-from ops_p2p import barrier, coalescing, monitored_barrier, point_to_point  # noqa: E402
+from ops_p2p import barrier, coalescing, monitored_barrier, point_to_point, time_estimate  # noqa: E402
 from refs import (ALL, COMPLEX, PREMUL, R, a2a_block, as_op, gather_into_tensor, name, opname, reduce,  # noqa: E402
                   reduce_ops, reduce_scatter_tensor, split)
 
@@ -366,7 +366,7 @@ def errors():
 
 SECTIONS = [all_reduce, all_reduce_coalesced, broadcast, reduce_to_root, all_gather, all_gather_coalesced,
             gather_scatter, reduce_scatter, all_to_all, point_to_point, barrier, monitored_barrier, non_contiguous,
-            zero_elements, aliasing_and_scalars, groups, async_ops, coalescing, errors]
+            zero_elements, aliasing_and_scalars, groups, async_ops, coalescing, time_estimate, errors]
 
 
 def worker():

@@ -19,7 +19,13 @@ PYBIND11_MODULE(_C, m) {
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("coral_comm",
-                             [](const ProcessGroupCoral& pg) { return reinterpret_cast<uintptr_t>(pg.comm()); });
+                             [](const ProcessGroupCoral& pg) { return reinterpret_cast<uintptr_t>(pg.comm()); })
+#ifdef CORAL_TORCH_BACKEND_TIME_ESTIMATION
+      // The names torch's _time_estimator calls on ProcessGroupNCCL's binding.
+      .def("_start_time_estimate", &ProcessGroupCoral::start_time_estimate)
+      .def("_end_time_estimate", &ProcessGroupCoral::end_time_estimate)
+#endif
+      ;
   m.attr("TORCH_VERSION_BUILT") = TORCH_VERSION;
 #ifdef CORAL_TORCH_CUDA
   m.attr("CUDA") = true;

@@ -52,6 +52,8 @@ constexpr const char* kUidKey = "coral/unique_id";
 // Coral groups open on this thread for coalesced blocks of CUDA calls, over every group: a Coral
 // group is the thread's, so one block's must not take another group's calls.
 thread_local int t_cuda_blocks = 0;
+// Time estimates open on this thread (_time_estimator): calls are priced, not run, meanwhile.
+thread_local int t_estimating = 0;
 
 std::vector<uint8_t> to_bytes(const coralUniqueId& id) {
   return std::vector<uint8_t>(id.internal, id.internal + sizeof id.internal);
@@ -150,6 +152,7 @@ void ProcessGroupCoral::fail(const char* what, coralResult_t r) const {
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, const char* what, const Tensors& outputs,
                                                         const at::Tensor& sample, const Issue& issue, Finish finish,
                                                         const Tensors& profiled) {
+  if (t_estimating > 0) return priced(type, what, outputs, sample, issue);
   if (type != ::c10d::OpType::SEND && type != ::c10d::OpType::RECV && type != ::c10d::OpType::RECVANYSOURCE) ++seq_;
   std::vector<c10::Device> devices;
   if (sample.defined() && sample.is_cuda()) devices.push_back(sample.device());
@@ -236,6 +239,41 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   return work;
 }
 
+// Inside a time estimate: the call joins the thread's open Coral group, which the estimate's end
+// prices and drops; its work is done at once, its tensors untouched.
+c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::priced(::c10d::OpType type, const char* what,
+                                                           const Tensors& outputs, const at::Tensor& sample,
+                                                           const Issue& issue) {
+  void* stream = nullptr;
+  std::vector<c10::Device> devices;
+  if (sample.defined() && sample.is_cuda()) {
+#ifdef CORAL_TORCH_CUDA
+    devices.push_back(sample.device());
+    stream = c10::cuda::getCurrentCUDAStream(sample.device().index()).stream();
+    if (!stream) stream = cudaStreamLegacy;
+#else
+    TORCH_CHECK(false, "coral: ", what, ": this coral_torch was built without CUDA; the tensor is on ",
+                sample.device());
+#endif
+  }
+  const coralResult_t r = issue(stream, nullptr);  // the blocking form: deferred by the group
+  if (r != coralSuccess) fail(what, r);
+  auto op = std::make_shared<OpState>();
+  op->comm = comm_;
+  op->in_coral = in_coral_;
+  op->what = what;
+  op->rank = getRank();
+  op->size = getSize();
+  op->outputs = outputs;
+  static const c10::TypePtr list_of_tensors = c10::ListType::create(c10::TensorType::get());
+  op->future = c10::make_intrusive<c10::ivalue::Future>(list_of_tensors, devices);
+  auto work =
+      c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), c10::nullopt, outputs, op, completer_);
+  op->claim();
+  op->settle();
+  return work;
+}
+
 ProcessGroupCoral::Coalescing* ProcessGroupCoral::my_block() {
   std::lock_guard<std::mutex> lock(blocks_mu_);
   auto it = blocks_.find(std::this_thread::get_id());
@@ -282,6 +320,25 @@ void ProcessGroupCoral::setTimeout(std::chrono::milliseconds timeout) {
   const coralResult_t r = coralCommSetTimeout(comm_, coral_seconds(timeout));
   if (r != coralSuccess) fail("setTimeout", r);
   timeout_ = timeout;
+}
+#endif
+
+#ifdef CORAL_TORCH_BACKEND_TIME_ESTIMATION
+void ProcessGroupCoral::start_time_estimate() {
+  TORCH_CHECK(t_cuda_blocks == 0, "coral: a time estimate inside a coalesced block of CUDA calls is not supported");
+  const coralResult_t r = coralGroupStart();
+  if (r != coralSuccess) fail("time estimate", r);
+  ++t_estimating;
+}
+
+float ProcessGroupCoral::end_time_estimate() {
+  TORCH_CHECK(t_estimating > 0, "coral: end of a time estimate on rank ", getRank(), " without its start");
+  double us = 0;
+  const coralResult_t r = coralGroupEstimate(&us);
+  coralGroupDiscard();  // the priced calls never run
+  --t_estimating;
+  if (r != coralSuccess) fail("time estimate", r);
+  return static_cast<float>(us);
 }
 #endif
 

@@ -100,6 +100,14 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   c10::intrusive_ptr<::c10d::Backend> shrink(const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
                                              const c10::intrusive_ptr<Options>& opts_override) override;
 #endif
+#ifdef CORAL_TORCH_BACKEND_TIME_ESTIMATION
+  // torch's _time_estimator(group, device): the thread's calls in between, on any coral group, are
+  // priced by Coral's cost model and not run (coralGroupEstimate), as ProcessGroupNCCL prices
+  // them with ncclGroupSimulateEnd. The estimate is in microseconds, as NCCL's.
+  bool supportsTimeEstimation() const override { return true; }
+  void start_time_estimate();
+  float end_time_estimate();
+#endif
 #endif
 
   // torch's desync checks compare these across ranks; every rank issues the same collectives in
@@ -118,6 +126,9 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
                                        const at::Tensor& sample, const Issue& issue, Finish finish = {},
                                        const Tensors& profiled = {});
   [[noreturn]] void fail(const char* what, coralResult_t r) const;
+  // run() inside a time estimate.
+  c10::intrusive_ptr<::c10d::Work> priced(::c10d::OpType type, const char* what, const Tensors& outputs,
+                                          const at::Tensor& sample, const Issue& issue);
 
   coralComm_t comm_ = nullptr;
   std::atomic<uint64_t> seq_{0};
