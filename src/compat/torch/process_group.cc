@@ -59,6 +59,16 @@ std::vector<uint8_t> to_bytes(const coralUniqueId& id) {
   return std::vector<uint8_t>(id.internal, id.internal + sizeof id.internal);
 }
 
+#ifdef CORAL_TORCH_CUDA
+// torch's current stream for the tensor's GPU. torch's default stream is NULL, which Coral reads
+// as "host buffers" when its own CUDA is unusable (and then touches device memory): the legacy
+// stream it is, named.
+void* current_stream(const at::Tensor& t) {
+  void* stream = c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+  return stream ? stream : cudaStreamLegacy;
+}
+#endif
+
 // A torch timeout as Coral's whole seconds (at least 1).
 int coral_seconds(std::chrono::milliseconds timeout) {
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
@@ -149,6 +159,21 @@ void ProcessGroupCoral::fail(const char* what, coralResult_t r) const {
   TORCH_CHECK(false, "coral: ", what, " on rank ", getRank(), " of ", getSize(), ": ", coral_error(comm_, r));
 }
 
+std::shared_ptr<OpState> ProcessGroupCoral::new_op(const char* what, const Tensors& outputs,
+                                                   const std::vector<c10::Device>& devices, Finish finish) {
+  auto op = std::make_shared<OpState>();
+  op->comm = comm_;
+  op->in_coral = in_coral_;
+  op->what = what;
+  op->rank = getRank();
+  op->size = getSize();
+  op->finish = std::move(finish);
+  op->outputs = outputs;
+  static const c10::TypePtr list_of_tensors = c10::ListType::create(c10::TensorType::get());
+  op->future = c10::make_intrusive<c10::ivalue::Future>(list_of_tensors, devices);
+  return op;
+}
+
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, const char* what, const Tensors& outputs,
                                                         const at::Tensor& sample, const Issue& issue, Finish finish,
                                                         const Tensors& profiled) {
@@ -161,16 +186,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   const c10::optional<Tensors> inputs = !profiled.empty()  ? c10::optional<Tensors>(profiled)
                                         : sample.defined() ? c10::optional<Tensors>(Tensors{sample})
                                                            : c10::nullopt;
-  auto op = std::make_shared<OpState>();
-  op->comm = comm_;
-  op->in_coral = in_coral_;
-  op->what = what;
-  op->rank = getRank();
-  op->size = getSize();
-  op->finish = std::move(finish);
-  op->outputs = outputs;
-  static const c10::TypePtr list_of_tensors = c10::ListType::create(c10::TensorType::get());
-  op->future = c10::make_intrusive<c10::ivalue::Future>(list_of_tensors, devices);
+  auto op = new_op(what, outputs, devices, std::move(finish));
   if (!devices.empty()) {
 #ifdef CORAL_TORCH_CUDA
     // Stream-ordered on torch's current stream, as ProcessGroupNCCL: the caller's later kernels
@@ -178,10 +194,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
     c10::cuda::CUDAGuard guard(sample.device());
     // Works on device tensors complete when queued; a stream-ordered call that failed is
     // reported by Coral at the group's next call, which fails (issue() below).
-    void* stream = c10::cuda::getCurrentCUDAStream(sample.device().index()).stream();
-    // torch's default stream is NULL, which Coral reads as "host buffers" when its own CUDA is
-    // unusable (and then touches device memory): name the legacy stream it is instead.
-    if (!stream) stream = cudaStreamLegacy;
+    void* stream = current_stream(sample);
     // One Coral group per thread: a block's group must not take another group's calls.
     if (block && !block->group_open) {
       TORCH_CHECK(!block->host, "coral: ", what, ": a coalesced block of CPU operations cannot take CUDA tensors");
@@ -249,8 +262,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::priced(::c10d::OpType type, 
   if (sample.defined() && sample.is_cuda()) {
 #ifdef CORAL_TORCH_CUDA
     devices.push_back(sample.device());
-    stream = c10::cuda::getCurrentCUDAStream(sample.device().index()).stream();
-    if (!stream) stream = cudaStreamLegacy;
+    stream = current_stream(sample);
 #else
     TORCH_CHECK(false, "coral: ", what, ": this coral_torch was built without CUDA; the tensor is on ",
                 sample.device());
@@ -258,15 +270,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::priced(::c10d::OpType type, 
   }
   const coralResult_t r = issue(stream, nullptr);  // the blocking form: deferred by the group
   if (r != coralSuccess) fail(what, r);
-  auto op = std::make_shared<OpState>();
-  op->comm = comm_;
-  op->in_coral = in_coral_;
-  op->what = what;
-  op->rank = getRank();
-  op->size = getSize();
-  op->outputs = outputs;
-  static const c10::TypePtr list_of_tensors = c10::ListType::create(c10::TensorType::get());
-  op->future = c10::make_intrusive<c10::ivalue::Future>(list_of_tensors, devices);
+  auto op = new_op(what, outputs, devices, {});
   auto work =
       c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), c10::nullopt, outputs, op, completer_);
   op->claim();

@@ -126,6 +126,9 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
                                        const at::Tensor& sample, const Issue& issue, Finish finish = {},
                                        const Tensors& profiled = {});
   [[noreturn]] void fail(const char* what, coralResult_t r) const;
+  // The state of one operation's work, its future on devices.
+  std::shared_ptr<OpState> new_op(const char* what, const Tensors& outputs, const std::vector<c10::Device>& devices,
+                                  Finish finish);
   // run() inside a time estimate.
   c10::intrusive_ptr<::c10d::Work> priced(::c10d::OpType type, const char* what, const Tensors& outputs,
                                           const at::Tensor& sample, const Issue& issue);
