@@ -293,10 +293,7 @@ void Communicator::agree_root(const collectives::CollArgs& a, bool background) {
 void Communicator::execute(Call& c, bool background, bool device) {
   check_usable();
   collectives::CollArgs& a = c.args;
-  a.rank = rank_;
-  a.nranks = nranks_;
-  a.hosts = &host_index_;
-  a.order = ring_order_;
+  place(a);
   if (nranks_ > 1 && rooted(a.coll) && settings_.check_roots && !agreeing_) agree_root(a, background);
   if (c.premul.on) {
     if (device) fail(coralInternalError, "a device PreMulSum call reached the executor unscaled");

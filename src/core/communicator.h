@@ -175,6 +175,14 @@ class Communicator {
   // Bytes of scratch the device schedule of this call needs (the one execute() will build), for
   // the caller's thread to reserve before it parks its stream.
   size_t device_scratch_bytes(const Call& call);
+  // Fills in what a call's arguments take from the communicator: this rank, the rank count,
+  // the ranks' hosts and the ring order.
+  void place(collectives::CollArgs& a) const {
+    a.rank = rank_;
+    a.nranks = nranks_;
+    a.hosts = &host_index_;
+    a.order = ring_order_;
+  }
   void record_failure(coralResult_t code, const std::string& msg);
   // Throws the earlier failure's code and reason once the communicator has failed.
   void check_usable() const;

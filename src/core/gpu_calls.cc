@@ -142,10 +142,7 @@ std::shared_ptr<Request> Communicator::run_on_stream(Call call, void* stream, bo
 size_t Communicator::device_scratch_bytes(const Call& call) {
   // As execute() will see the call: a PreMulSum call reads its scaled copy.
   collectives::CollArgs a = call.args;
-  a.rank = rank_;
-  a.nranks = nranks_;
-  a.hosts = &host_index_;
-  a.order = ring_order_;
+  place(a);
   if (call.premul.on) a.in_place = false;
   const size_t max_bytes = gpu_->chunk_bytes;
   // The schedule execute() will build: device calls take the cost model's pick, never a trial's.

@@ -12,10 +12,7 @@
 namespace coral {
 
 Communicator::CallInfo Communicator::query(collectives::CollArgs a, bool device) {
-  a.rank = rank_;
-  a.nranks = nranks_;
-  a.hosts = &host_index_;
-  a.order = ring_order_;
+  place(a);
   const collectives::Algo algo = tuner_.choose(a);
   const size_t max_bytes = device ? device_chunk_bytes() : chunk_bytes();
   return {algo, tuner_.chunk(a, algo, max_bytes), !device && tuner_.tuning(a)};
@@ -42,11 +39,8 @@ double Communicator::estimate_us(collectives::CollArgs a, bool device) {
     a.in_place = false;
   }
   a.op = coralSum;  // the op changes no message (a PreMulSum handle is no op the builders know)
+  place(a);
   const CallInfo info = query(a, device);
-  a.rank = rank_;
-  a.nranks = nranks_;
-  a.hosts = &host_index_;
-  a.order = ring_order_;
   a.chunk = std::max<size_t>(1, info.chunk_bytes / es);
   collectives::Cluster cluster{
       host_index_, {tune.intra.alpha, tune.intra.beta, 0}, {tune.inter.alpha, tune.inter.beta, 0}};
