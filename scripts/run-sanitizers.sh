@@ -24,9 +24,13 @@ procs=(transport_conformance transport_tcp transport_shm coral_run_collectives c
 # Leaks fail the run; UBSan stops at its first report so that it cannot scroll past unseen.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-# The multi-process scripts leave out their slowest repeats (tests/mp/run_collectives.sh): CI
-# has 90 minutes for both passes, and the main build still runs them.
+# The thread-rank and multi-process tests run a share of their cases (tests/mp/run_collectives.sh,
+# test_threads, test_schedules, run_mp_device.sh): CI has 90 minutes, and the main build still
+# runs every case.
 export CORAL_TEST_QUICK=1
+# These builds keep line tables (-g1): without this ccache would key their objects by the
+# clone's folder, and CI's fresh clone would find none of the ones this machine built before.
+export CCACHE_NOHASHDIR=1
 passed=0 failed=0 skipped=0
 run_in() {  # [PREFIX=cmd] run_in BUILD_DIR TEST...
   local dir=$1

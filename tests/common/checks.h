@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -50,6 +51,30 @@ inline std::string describe(const Case& c) {
   return std::string(coll_name(c.coll)) + " dtype=" + std::to_string(c.t) + " op=" + op +
          " count=" + std::to_string(c.count) + (c.in_place ? " in-place" : "") + " root=" + std::to_string(c.root) +
          skew;
+}
+
+// A fixed share of a case list, from CHECKS_SLICE="K/N": the cases whose index is K mod N. Where
+// every case in every configuration would take minutes (the sanitizer pass, the emulated hosts'
+// rate-limited links), each configuration takes another K, so that together they still cover the
+// whole list. Unset or malformed: every case (a malformed value is said on stderr, not ignored).
+struct Slice {
+  size_t k = 0, n = 1;
+  bool keeps(size_t index) const { return index % n == k; }
+};
+
+inline Slice slice_from_env() {
+  Slice s;
+  const char* v = std::getenv("CHECKS_SLICE");
+  if (!v || !*v) return s;
+  unsigned long k = 0, n = 0;
+  char tail = 0;
+  if (std::sscanf(v, "%lu/%lu%c", &k, &n, &tail) != 2 || n == 0 || k >= n) {
+    std::fprintf(stderr, "CHECKS_SLICE=%s is not K/N with 0 <= K < N: running every case\n", v);
+    return s;
+  }
+  s.k = k;
+  s.n = n;
+  return s;
 }
 
 // coralCommInitEnv with rank and size; nullptr, after saying why on stderr, when it fails.

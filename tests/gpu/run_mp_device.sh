@@ -3,10 +3,14 @@
 # cuda_ipc between processes sharing it), 2 with callers waiting on the host, 3 and 4 with forced
 # algorithms and small slots, then 2 ranks posing as two hosts, which stages through pinned
 # memory. Usage: run_mp_device.sh CORAL_RUN MP_DEVICE
+# CORAL_TEST_QUICK=1 (the sanitizer pass): the first rank count only, and the tree alone of the
+# forced algorithms; every path that waits or stages still runs.
 set -uo pipefail
 run=$1 prog=$2
 "$prog" --probe; [ $? -eq 77 ] && exit 77
-for n in ${MP_DEVICE_RANKS:-2 4 8}; do
+ranks=${MP_DEVICE_RANKS:-2 4 8} forced="3:rhd 4:tree"
+if [ "${CORAL_TEST_QUICK:-0}" = 1 ]; then ranks=${ranks%% *} forced=4:tree; fi
+for n in $ranks; do
   echo "== $n ranks, cuda_ipc"
   MP_DEVICE_QUICK=${MP_DEVICE_QUICK:-$([ $n -gt 2 ] && echo 1)} timeout 600 "$run" -n $n "$prog" || exit 1
 done
@@ -17,7 +21,7 @@ CUDA_DEVICE_MAX_CONNECTIONS=1 MP_DEVICE_QUICK=1 timeout 600 "$run" -n 2 "$prog" 
 # Forced algorithms whose scratch outgrows a chunk (rhd reduce-scatter folds the whole input, the
 # reduce tree a subtree's sum on an inner rank), with 4 KiB slots: the caller reserves it before
 # parking its stream.
-for run_algo in 3:rhd 4:tree; do
+for run_algo in $forced; do
   n=${run_algo%%:*} algo=${run_algo#*:}
   echo "== $n ranks, cuda_ipc, CORAL_ALGO=$algo, 4 KiB slots"
   CORAL_ALGO=$algo CORAL_CUDA_IPC_SLOT_BYTES=4096 MP_DEVICE_QUICK=1 timeout 600 "$run" -n $n "$prog" || exit 1

@@ -182,7 +182,10 @@ int main() {
   coralComm_t comm = checks::init_from_env(&rank, &p);
   if (!comm) return 2;
   int cases = 0;
+  const checks::Slice slice = checks::slice_from_env();
+  size_t index = 0;
   for (const checks::Case& c : checks::all_cases(p)) {
+    if (!slice.keeps(index++)) continue;
     std::string e = checks::run_case(run_classic(comm), rank, p, c);
     if (!e.empty()) {
       std::fprintf(stderr, "FAIL %s (%s)\n", e.c_str(), coralGetLastError(comm));
@@ -196,6 +199,7 @@ int main() {
   const checks::CallRunner run = [&](const exact::Layout& l, const void* s, void* r, coralDataType_t t,
                                      coralRedOp_t op) { return run_call(comm, mode, l, s, r, t, op); };
   for (const checks::Case& c : checks::extended_cases(p)) {
+    if (!slice.keeps(index++)) continue;
     std::string e = checks::run_case(run, rank, p, c);
     if (!e.empty()) {
       std::fprintf(stderr, "FAIL %s via %s (%s)\n", e.c_str(), mode_name(mode), coralGetLastError(comm));
@@ -253,6 +257,9 @@ int main() {
   }
   if (coralBarrier(comm) != coralSuccess) return 1;
   coralCommDestroy(comm);
-  std::printf("rank %d: %d collective cases passed\n", rank, cases);
+  if (slice.n > 1)
+    std::printf("rank %d: %d collective cases passed (share %zu of %zu)\n", rank, cases, slice.k, slice.n);
+  else
+    std::printf("rank %d: %d collective cases passed\n", rank, cases);
   return 0;
 }
