@@ -105,10 +105,17 @@ cp --remove-destination /etc/resolv.conf "$root/etc/resolv.conf"
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
 pkgs="meson ninja-build pkg-config g++ libfmt-dev libhwloc-dev nlohmann-json3-dev libpugixml-dev libcli11-dev"
-pkgs+=" zlib1g-dev python3-dev pybind11-dev python3-torch libtorch-dev openmpi-bin"
-echo "run-torch2: packages"
-in_root bash -c "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-  --no-install-recommends $pkgs >/var/log/coral-apt.log 2>&1" || { tail -20 "$root/var/log/coral-apt.log"; exit 1; }
+pkgs+=" zlib1g-dev python3-dev pybind11-dev python3-torch libtorch-dev openmpi-bin ccache"
+# ccache: /coral and /build are the same paths on every run, so a fresh clone compiles only what
+# changed since this chroot last built Coral. The package lists are fetched only when a package
+# is missing: the chroot keeps the torch it was tested with until then.
+missing=$(in_root bash -c "for p in $pkgs; do
+  dpkg-query -W -f='\${Status}' \$p 2>/dev/null | grep -q 'install ok installed' || echo \$p; done")
+if [ -n "$missing" ]; then
+  echo "run-torch2: packages:" $missing
+  in_root bash -c "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+    --no-install-recommends $pkgs >/var/log/coral-apt.log 2>&1" || { tail -20 "$root/var/log/coral-apt.log"; exit 1; }
+fi
 version=$(in_root python3 -c 'import torch; print(torch.__version__)') || exit 1
 echo "run-torch2: Debian $suite, torch $version"
 
