@@ -15,11 +15,11 @@ export JOB_TIMEOUT=300
 
 shares=${CHECKS_SHARES:-4} config=0
 check() {  # description, hosts, ranks per host, then env assignments
-  local what=$1 k=$2 l=$3 out
+  local what=$1 k=$2 l=$3 share=$((config % shares)) out
   shift 3
-  netns_up "$k" none v6 || { echo "FAIL: could not create $k hosts"; exit 1; }
-  out=$(export CHECKS_SLICE=$((config % shares))/$shares "$@"; run_job "$l" "$prog" 2>&1)
   config=$((config + 1))
+  netns_up "$k" none v6 || { echo "FAIL: could not create $k hosts"; exit 1; }
+  out=$(export CHECKS_SLICE=$share/$shares "$@"; run_job "$l" "$prog" 2>&1)
   local rc=$?
   netns_down
   local n
@@ -29,7 +29,7 @@ check() {  # description, hosts, ranks per host, then env assignments
     echo "$out" | grep -v "refused connection" | tail -20
     exit 1
   fi
-  echo "ok: $what ($k hosts x $l ranks, share $(((config - 1) % shares)) of $shares) $*"
+  echo "ok: $what ($k hosts x $l ranks, share $share of $shares) $*"
 }
 
 for t in "$@"; do
