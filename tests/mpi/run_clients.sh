@@ -1,7 +1,7 @@
 #!/bin/bash
 # Real MPI clients, unmodified, plain and under coral-mpi: Fortran programs (the `mpi` module and
-# mpif.h, built by each MPI's mpifort), mpi4py (Debian's, on Open MPI) and hpcc (Debian's, on Open MPI)
-# with its own checks. Each must pass under coral-mpi as it does without it, and the report line
+# mpif.h, built by each MPI's mpifort), and Debian's builds on Open MPI of mpi4py, hpcc (with its
+# own checks) and LAMMPS (its output against Open MPI's). Each must pass under coral-mpi as it does without it, and the report line
 # must show Coral handled its collectives.
 # Usage: run_clients.sh BUILD_DIR
 set -u
@@ -71,7 +71,7 @@ for abi in ompi mpich; do
   done
 done
 
-# mpi4py and hpcc: Debian builds both against Open MPI.
+# mpi4py, hpcc and LAMMPS: Debian builds them against Open MPI.
 if [ -f "$build/src/compat/mpi/libcoral_mpi_ompi.so" ] && command -v mpirun.openmpi >/dev/null; then
   if /usr/bin/python3 -c 'import mpi4py' 2>/dev/null; then
     run mpi4py ompi 2 plain 'mpi4py: P=2 failures=0' /usr/bin/python3 "$src/clients_mpi4py.py"
@@ -95,6 +95,32 @@ if [ -f "$build/src/compat/mpi/libcoral_mpi_ompi.so" ] && command -v mpirun.open
       if [ "$bad" != 0 ] || [ "$ok" -lt 8 ] || ! grep -q '^Success=1' "$f"; then
         echo "FAIL: hpcc $mode: its own checks did not all pass:"
         grep 'FAILED\|Node(s) with error [1-9]\|Found [1-9]\|Errors=[1-9]\|^Success' "$f" | head
+        fails=$((fails + 1))
+      fi
+    done
+  fi
+  if command -v lmp >/dev/null; then
+    # LAMMPS: each P once on Open MPI alone, once under coral-mpi; what it printed (thermo
+    # lines, the RDF file) must agree. The sums may associate differently, hence 1e-9.
+    for p in 2 3 4; do
+      for mode in plain coral; do
+        rm -f "$work/rdf.txt"
+        run lammps ompi $p $mode "Loop time of .* on $p procs" lmp -in "$src/clients_lammps.in" -log "lammps.$mode.log"
+        [ -f "$work/rdf.txt" ] && mv "$work/rdf.txt" "$work/rdf.$mode.txt"
+      done
+      if ! /usr/bin/python3 - "$work" <<'PY'; then
+import re, sys
+work = sys.argv[1]
+def numbers(mode):
+    thermo = [l for l in open(f"{work}/lammps.{mode}.log") if re.match(r"^\s+\d+\s+[-\d.]", l)]
+    rdf = [l for l in open(f"{work}/rdf.{mode}.txt") if not l.startswith("#")]
+    return thermo, [float(x) for l in thermo + rdf for x in l.split()]
+(tp, a), (tc, b) = numbers("plain"), numbers("coral")
+bad = [(x, y) for x, y in zip(a, b) if abs(x - y) > 1e-9 * max(abs(x), abs(y), 1e-300)]
+print(f"lammps: {len(tp)} thermo lines, {len(a)} numbers, {len(bad)} differ")
+sys.exit(0 if tp and len(a) == len(b) and len(tp) == len(tc) and not bad else 1)
+PY
+        echo "FAIL: lammps P=$p: coral-mpi's output differs from Open MPI's (or a run wrote none)"
         fails=$((fails + 1))
       fi
     done
