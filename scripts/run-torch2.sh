@@ -155,6 +155,7 @@ run() {
 }
 run torch_ops 900 python3 test_ops.py
 run torch_ddp 900 python3 test_ddp.py
+run torch_algorithms 600 python3 test_algorithms.py
 run torch_failure 300 python3 test_failure.py
 run torch_launch 600 bash test_launch.sh
 if [ $have_cuda -eq 1 ]; then

@@ -16,8 +16,7 @@ bool OpState::claim() {
   return true;
 }
 
-void OpState::settle() {
-  std::exception_ptr error;
+void OpState::end_request() {
   const bool waited = request != nullptr;
   if (waited) {
     if (in_coral) ++*in_coral;
@@ -39,6 +38,9 @@ void OpState::settle() {
     }
   }
   finish = nullptr;  // the buffers go now, not with the last reference to the state
+}
+
+void OpState::publish() {
   // The future first: a DDP comm hook chained on it must see the value when wait() returns.
   if (error)
     future->setError(error);
@@ -48,53 +50,98 @@ void OpState::settle() {
   if (work) work->done(error);
 }
 
-Completer::Completer() : thread_([this] { loop(); }) {}
+struct Completer::Pool : std::enable_shared_from_this<Pool> {
+  std::mutex mu;
+  std::condition_variable wake, idle;
+  std::deque<std::shared_ptr<OpState>> queue;
+  bool taking = false;  // a thread is in the oldest request's wait
+  int waiting = 0;      // threads with nothing to do
+  int busy = 0;         // threads settling a request
+  bool stopping = false;
+  std::vector<std::thread> threads;
+
+  // Another thread for the queue, under mu: an idle one, else a new one. Once stopping, the
+  // Completer may be gone, with no one left to join it: a new one is detached.
+  void hand_on() {
+    if (waiting > 0) {
+      wake.notify_one();
+      return;
+    }
+    std::thread t([self = shared_from_this()] { self->loop(); });
+    if (stopping)
+      t.detach();
+    else
+      threads.push_back(std::move(t));
+  }
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      ++waiting;
+      wake.wait(lock, [&] { return (!queue.empty() && !taking) || (stopping && queue.empty()); });
+      --waiting;
+      if (queue.empty()) return;
+      // One communicator's requests complete in issue order, so waiting for them in that order
+      // ends each wait as soon as its request is done.
+      std::shared_ptr<OpState> op = std::move(queue.front());
+      queue.pop_front();
+      if (stopping && queue.empty()) wake.notify_all();  // the others may leave now
+      taking = true;
+      ++busy;
+      lock.unlock();
+      op->end_request();
+      lock.lock();
+      taking = false;
+      if (!queue.empty()) hand_on();
+      lock.unlock();
+      op->publish();
+      op.reset();
+      lock.lock();
+      if (--busy == 0 && queue.empty()) idle.notify_all();
+    }
+  }
+};
+
+Completer::Completer() : pool_(std::make_shared<Pool>()) {
+  std::lock_guard<std::mutex> lock(pool_->mu);
+  pool_->hand_on();
+}
 
 Completer::~Completer() {
+  Pool& p = *pool_;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(p.mu);
+    p.stopping = true;
   }
-  cv_.notify_all();
-  // The last reference can go from a future's callback on this very thread.
-  if (thread_.get_id() == std::this_thread::get_id())
-    thread_.detach();
-  else
-    thread_.join();
+  p.wake.notify_all();
+  // Threads may still start (a request's wait handing on): take them one by one. The last
+  // reference can go from a future's callback on one of them: that one is left to finish.
+  for (size_t i = 0;; i++) {
+    std::thread t;
+    {
+      std::lock_guard<std::mutex> lock(p.mu);
+      if (i == p.threads.size()) break;
+      t = std::move(p.threads[i]);
+    }
+    if (t.get_id() == std::this_thread::get_id())
+      t.detach();
+    else
+      t.join();
+  }
 }
 
 void Completer::drain() {
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  Pool& p = *pool_;
+  std::unique_lock<std::mutex> lock(p.mu);
+  p.idle.wait(lock, [&] { return p.queue.empty() && p.busy == 0; });
 }
 
 void Completer::add(std::shared_ptr<OpState> op) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(op));
-  }
-  cv_.notify_one();
-}
-
-void Completer::loop() {
-  // One communicator's requests complete in issue order, so settling them in that order
-  // completes each as soon as it is done.
-  for (;;) {
-    std::shared_ptr<OpState> op;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      op = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = true;
-    }
-    op->settle();
-    op.reset();
-    std::lock_guard<std::mutex> lock(mu_);
-    busy_ = false;
-    if (queue_.empty()) idle_.notify_all();
-  }
+  Pool& p = *pool_;
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.queue.push_back(std::move(op));
+  // A thread in a wait takes it next; else every thread may be in a callback that waits for it.
+  if (!p.taking) p.hand_on();
 }
 
 WorkCoral::WorkCoral(int rank, ::c10d::OpType type, const char* title, const c10::optional<Tensors>& inputs,

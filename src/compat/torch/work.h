@@ -46,14 +46,28 @@ struct OpState {
   // teardown waits for them (a watchdog's abort drops the group while a caller still waits).
   std::shared_ptr<std::atomic<int>> in_coral;
 
+  std::exception_ptr error;  // how it ended, between the two halves of settle
+
   bool claim();
   bool is_claimed() {
     std::lock_guard<std::mutex> lock(mu);
     return claimed;
   }
-  void settle();
+  void settle() {
+    end_request();
+    publish();
+  }
+  // The halves of settle: waits for the request and copies results back; then completes the
+  // future (running its callbacks, which may block) and the work.
+  void end_request();
+  void publish();
 };
 
+// Settles the requests handed to it, oldest first, one at a time. A future's callbacks run on
+// the thread that completes it and may block on another call of the same group (PowerSGD's
+// hook waits, inside its callback, on an all-reduce it issues there), so the thread that
+// completed a request's wait hands the queue to another thread (an idle one, else a new one)
+// before it runs them. In plain DDP that settles at two threads.
 class Completer {
  public:
   Completer();
@@ -63,14 +77,8 @@ class Completer {
   void drain();
 
  private:
-  void loop();
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<OpState>> queue_;
-  std::condition_variable idle_;
-  bool busy_ = false;
-  bool stopping_ = false;
-  std::thread thread_;
+  struct Pool;
+  std::shared_ptr<Pool> pool_;  // shared with its threads: a callback may drop the last Completer
 };
 
 class WorkCoral : public ::c10d::Work {
