@@ -7,7 +7,7 @@ PowerSGD and fp16 compression comm hooks (futures, chained then()), the Join con
 (ranks with uneven inputs shadow the others' all-reduces) and post-local SGD with
 PeriodicModelAverager (size-1 subgroups, then averaging over the world). And, in torch 2,
 FSDP2 (fully_shard: sharded parameters, through all_gather_into_tensor and
-reduce_scatter_tensor), tensor parallelism (DTensor's functional collectives) and a GPipe
+reduce_scatter_tensor; then saved and loaded with torch.distributed.checkpoint), tensor parallelism (DTensor's functional collectives) and a GPipe
 pipeline (batched isend/irecv between stages).
 
 The driver launches 2, 3 and 4 ranks with coral-run for coral and for gloo; each rank saves its
@@ -37,6 +37,7 @@ LOCAL_START = 10      # post-local SGD: global all-reduce before this step, loca
 AVG_PERIOD = 4        # ... and the models averaged every AVG_PERIOD steps from LOCAL_START on
 LOCAL_STEPS = LOCAL_START + 9 * AVG_PERIOD + 1  # ending on an average, so the replicas agree
 LAUNCH_TIMEOUT_S = 240
+OUT = ""  # the driver's folder, shared by the ranks (the checkpoint goes there)
 
 
 def fully_shard_api():
@@ -147,8 +148,20 @@ def run_fsdp(rank, world, x, y):
     fully_shard(model, mesh=mesh)
     sgd_steps(model, x, y, *shard_of(rank, world), range(STEPS))
     full = {k: v.full_tensor().detach().clone() for k, v in model.state_dict().items()}
+    # torch.distributed.checkpoint: each rank writes its shards, rank 0 the plan it gathered
+    # (object collectives); loaded into a model sharded afresh, the weights must come back.
+    import torch.distributed.checkpoint as dcp
+
+    path = os.path.join(OUT, f"dcp-{dist.get_backend()}-{world}")
+    dcp.save(model.state_dict(), checkpoint_id=path)
+    fresh = make_model(torch.float64, seed=200)
+    fully_shard(fresh, mesh=mesh)
+    state = fresh.state_dict()
+    dcp.load(state, checkpoint_id=path)
+    fresh.load_state_dict(state)
+    back = all(torch.equal(v.full_tensor(), full[k]) for k, v in fresh.state_dict().items())
     dist.barrier()
-    return full, {}
+    return full, {"checkpoint": back}
 
 
 def run_tensor_parallel(rank, world, x, y):
@@ -210,6 +223,8 @@ def worker(args):
 
     import coral_torch  # noqa: F401  (registers "coral")
 
+    global OUT
+    OUT = args.out
     dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=120))
     rank, world = dist.get_rank(), dist.get_world_size()
     data = {d: make_data(d) for d in (torch.float64, torch.float32)}
@@ -383,6 +398,8 @@ def main():
                         moved = min(rel_diff(p, i) for p, i in zip(mine, initial(name, world)))
                         if not moved > 1e3 * gtol:
                             failures.append(f"{tag}: the weights moved by only {moved:.3g}")
+                    if name == "fsdp" and not all(r[name].get("checkpoint") for r in ranks):
+                        failures.append(f"{tag}: weights saved with torch.distributed.checkpoint did not load back")
                     if name == "zero adam":  # rank 0's consolidated state: every parameter's, all steps
                         n = len(list(mine[0]))
                         if ranks[0][name].get("adam_states") != n or ranks[0][name].get("adam_steps") != [STEPS]:
