@@ -56,6 +56,7 @@ struct Completer::Pool : std::enable_shared_from_this<Pool> {
   std::deque<std::shared_ptr<OpState>> queue;
   bool taking = false;  // a thread is in the oldest request's wait
   int waiting = 0;      // threads with nothing to do
+  int starting = 0;     // threads made that have not yet looked at the queue
   int busy = 0;         // threads settling a request
   bool stopping = false;
   std::vector<std::thread> threads;
@@ -63,10 +64,11 @@ struct Completer::Pool : std::enable_shared_from_this<Pool> {
   // Another thread for the queue, under mu: an idle one, else a new one. Once stopping, the
   // Completer may be gone, with no one left to join it: a new one is detached.
   void hand_on() {
-    if (waiting > 0) {
+    if (waiting + starting > 0) {  // (a starting one looks at the queue before it sleeps)
       wake.notify_one();
       return;
     }
+    ++starting;
     std::thread t([self = shared_from_this()] { self->loop(); });
     if (stopping)
       t.detach();
@@ -76,6 +78,7 @@ struct Completer::Pool : std::enable_shared_from_this<Pool> {
 
   void loop() {
     std::unique_lock<std::mutex> lock(mu);
+    --starting;
     for (;;) {
       ++waiting;
       wake.wait(lock, [&] { return (!queue.empty() && !taking) || (stopping && queue.empty()); });
