@@ -1,8 +1,8 @@
 #!/bin/bash
 # Real MPI clients, unmodified, plain and under coral-mpi: Fortran programs (the `mpi` module and
 # mpif.h, built by each MPI's mpifort), and Debian's builds on Open MPI of mpi4py, hpcc (with its
-# own checks) and LAMMPS (its output against Open MPI's). Each must pass under coral-mpi as it does without it, and the report line
-# must show Coral handled its collectives.
+# own checks) and LAMMPS (its output against Open MPI's). Each must pass under coral-mpi as it
+# does without it, and the report line must show Coral handled its collectives.
 # Usage: run_clients.sh BUILD_DIR
 set -u
 build=$(cd "$1" && pwd)

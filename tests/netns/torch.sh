@@ -45,13 +45,7 @@ print(f"check: rank {rank} of {world} (node {os.environ['GROUP_RANK']}, local {o
 dist.destroy_process_group()
 EOF
 
-# torch 1.13's torchrun under Python 3.11 starts no rank with its default redirects (see
-# tests/torch/test_launch.sh).
-tr_args=()
-if ! "$PY" -c 'from torch.distributed.elastic.multiprocessing.api import Std
-raise SystemExit(Std.from_str("0") is None)'; then
-  tr_args=(--redirects 1 --tee 1)
-fi
+source "$here/../torch/torchrun_args.sh"
 for h in 0 1; do
   on_host $h env CORAL_DEBUG=INFO USE_LIBUV=0 timeout -k 5 150 "$TORCHRUN" --nnodes 2 --node_rank $h \
     --nproc_per_node 2 --master_addr "$(host_addr 0)" --master_port 29533 "${tr_args[@]}" "$tmp/check.py" \

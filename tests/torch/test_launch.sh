@@ -100,14 +100,7 @@ manual() {
   return $rc
 }
 
-# torch 1.13's torchrun under Python 3.11 maps its default "--redirects 0 --tee 0" to None (3.11's
-# Flag iteration skips the zero member) and dies before starting any rank; asking it to
-# redirect stdout to a log and tee it back to the console takes the working path.
-tr_args=()
-if ! "$PY" -c 'from torch.distributed.elastic.multiprocessing.api import Std
-raise SystemExit(Std.from_str("0") is None)'; then
-  tr_args=(--redirects 1 --tee 1)
-fi
+source "$(dirname "$0")/torchrun_args.sh"
 # torchrun must first be able to start a job at all: Debian's torch 2 packages lack libuv, and their
 # torchrun's rendezvous store asks for it whatever USE_LIBUV says, so it starts no job, with no
 # backend involved. Then the launcher is reported as skipped, not as coral's failure.

@@ -3,7 +3,11 @@
 #include <ATen/core/ivalue.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include "compat/torch/convert.h"
 

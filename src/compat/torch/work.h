@@ -9,12 +9,9 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 namespace coral::torch_backend {
 
