@@ -18,6 +18,17 @@ const void* input(Job& job, const Reduction& r, const void* in, void* out) {
   return dst;
 }
 
+// An in-place reduce-scatter's input: a private copy of the receive buffer (0/1 for logical ops).
+// Coral's in-place form uses the whole buffer as its work space, while MPI leaves all but the
+// result's place as it was (Open MPI and MPICH do, and mpi4py's tests check it).
+const void* in_place_input(Job& job, const Reduction& r, void* rb) {
+  const void* in = input(job, r, rb, nullptr);
+  if (in != rb) return in;
+  std::byte* copy = job.temp(r.bytes);
+  std::memcpy(copy, rb, r.bytes);
+  return copy;
+}
+
 }  // namespace
 
 int allreduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
@@ -57,20 +68,13 @@ int reduce_scatter_block(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op
     return req ? PMPI_Ireduce_scatter_block(sb, rb, n, t, op, comm, req)
                : PMPI_Reduce_scatter_block(sb, rb, n, t, op, comm);
   Job job(c, req ? "MPI_Ireduce_scatter_block" : "MPI_Reduce_scatter_block", req);
-  const size_t all = r.bytes * static_cast<size_t>(c->size);
   Reduction whole = r;
-  whole.bytes = all;
-  // In place, MPI's input fills the receive buffer and the result lands at its start. Coral's
-  // in-place layout has rank j's block at j: reduce there, then move it to the front.
-  const bool in_place = sb == MPI_IN_PLACE;
-  const void* src = in_place ? rb : sb;
-  const void* in = input(job, whole, src, (in_place && whole.normalize) ? rb : nullptr);
-  std::byte* out =
-      in_place ? static_cast<std::byte*>(const_cast<void*>(in)) + r.bytes * c->rank : static_cast<std::byte*>(rb);
-  if (in_place && out != rb) job.then([=] { std::memmove(rb, out, r.bytes); });
+  whole.bytes = r.bytes * static_cast<size_t>(c->size);
+  // In place, MPI's input fills the receive buffer and the result lands at its start.
+  const void* in = sb == MPI_IN_PLACE ? in_place_input(job, whole, rb) : input(job, whole, sb, nullptr);
   return job.run([&](coralRequest_t* q) {
-    return q ? coralIReduceScatter(in, out, r.count, r.dtype, r.op, c->coral, q)
-             : coralReduceScatter(in, out, r.count, r.dtype, r.op, c->coral, nullptr);
+    return q ? coralIReduceScatter(in, rb, r.count, r.dtype, r.op, c->coral, q)
+             : coralReduceScatter(in, rb, r.count, r.dtype, r.op, c->coral, nullptr);
   });
 }
 
@@ -78,11 +82,10 @@ int reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Datatype t, 
                    MPI_Request* req) {
   Reduction r;
   Reason pre = kArgs;
-  int size = 0, rank = 0;
+  int size = 0;
   long total = 0;
   if (counts && comm != MPI_COMM_NULL) {
     PMPI_Comm_size(comm, &size);
-    PMPI_Comm_rank(comm, &rank);
     bool ok = true;
     for (int j = 0; j < size; ++j) ok &= counts[j] >= 0, total += counts[j];
     if (ok && total <= 0x7fffffff) pre = map_reduction(t, op, static_cast<int>(total), &r);
@@ -94,21 +97,11 @@ int reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Datatype t, 
   Job job(c, req ? "MPI_Ireduce_scatter" : "MPI_Reduce_scatter", req);
   const size_t per = r.count / static_cast<size_t>(total ? total : 1);  // Coral elements per MPI element
   std::vector<size_t> ccounts(size);
-  size_t mine_at = 0;  // bytes before this rank's block
-  for (int j = 0; j < size; ++j) {
-    ccounts[j] = static_cast<size_t>(counts[j]) * per;
-    if (j < rank) mine_at += static_cast<size_t>(counts[j]) * r.elem;
-  }
-  const size_t mine = static_cast<size_t>(counts[rank]) * r.elem;
-  const bool in_place = sb == MPI_IN_PLACE;
-  const void* src = in_place ? rb : sb;
-  const void* in = input(job, r, src, (in_place && r.normalize) ? rb : nullptr);
-  // As for the block form: Coral's in-place layout, then the result moved to the front.
-  std::byte* out = in_place ? static_cast<std::byte*>(const_cast<void*>(in)) + mine_at : static_cast<std::byte*>(rb);
-  if (in_place && out != rb) job.then([=] { std::memmove(rb, out, mine); });
+  for (int j = 0; j < size; ++j) ccounts[j] = static_cast<size_t>(counts[j]) * per;
+  const void* in = sb == MPI_IN_PLACE ? in_place_input(job, r, rb) : input(job, r, sb, nullptr);
   return job.run([&, ccounts](coralRequest_t* q) {
-    return q ? coralIReduceScatterv(in, out, ccounts.data(), r.dtype, r.op, c->coral, q)
-             : coralReduceScatterv(in, out, ccounts.data(), r.dtype, r.op, c->coral, nullptr);
+    return q ? coralIReduceScatterv(in, rb, ccounts.data(), r.dtype, r.op, c->coral, q)
+             : coralReduceScatterv(in, rb, ccounts.data(), r.dtype, r.op, c->coral, nullptr);
   });
 }
 
