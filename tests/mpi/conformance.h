@@ -31,6 +31,7 @@ void pair_fill(Pair* p, const Type* t, int n, int rank, int salt, bool product);
 void pair_check(const Pair* p, size_t bytes, const char* what);
 
 void movement(MPI_Comm comm, int n, const Type* t);
+void strided(MPI_Comm comm);
 void communicators(const Type* ints, const Type* doubles);
 void requests(void);
 void pass_through(void);

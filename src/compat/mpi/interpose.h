@@ -104,6 +104,9 @@ class Job {
   Job(Comm* c, const char* call, MPI_Request* request) : comm_(c), call_(call), request_(request) {}
   std::byte* temp(size_t bytes);
   void then(std::function<void()> fn) { finish_.push_back(std::move(fn)); }
+  // The datatype a deferred unpack uses. MPI lets the caller free a datatype while a
+  // non-blocking call on it is in flight, so such a call unpacks with a duplicate of its own.
+  std::shared_ptr<MPI_Datatype> hold(MPI_Datatype type);
   // issue(nullptr) runs the blocking Coral call; issue(&req) the non-blocking one. Taken by
   // reference, not as a std::function: the lambdas capture more than its inline buffer holds,
   // and a heap allocation per call is a measurable part of an 8-byte all-reduce.

@@ -19,6 +19,16 @@ std::byte* Job::temp(size_t bytes) {
   return temps_.back().get();
 }
 
+std::shared_ptr<MPI_Datatype> Job::hold(MPI_Datatype type) {
+  if (!request_) return std::make_shared<MPI_Datatype>(type);
+  MPI_Datatype dup = MPI_DATATYPE_NULL;
+  PMPI_Type_dup(type, &dup);
+  return {new MPI_Datatype(dup), [](MPI_Datatype* t) {
+            PMPI_Type_free(t);
+            delete t;
+          }};
+}
+
 int Job::run_with(void* issue, coralResult_t (*call)(void*, coralRequest_t*)) {
   if (!request_) {
     const coralResult_t r = call(issue, nullptr);
@@ -74,9 +84,9 @@ Bytes recv_view(Job& job, void* buf, int count, MPI_Datatype type, MPI_Comm comm
   }
   std::byte* tmp = b.ptr = job.temp(b.total);
   const size_t total = b.total;
-  job.then([=] {
+  job.then([=, held = job.hold(type)] {
     int pos = 0;
-    PMPI_Unpack(tmp, static_cast<int>(total), &pos, buf, count, type, comm);
+    PMPI_Unpack(tmp, static_cast<int>(total), &pos, buf, count, *held, comm);
   });
   return b;
 }
@@ -112,20 +122,20 @@ Bytes block_view(Job& job, std::byte* buf, int nblocks, const BlockShape& s, MPI
     b.total += b.counts[j];
   }
   std::byte* tmp = b.ptr = job.temp(b.total);
-  auto each = [=](bool pack) {
+  auto each = [=](bool pack, MPI_Datatype t) {
     for (int j = 0; j < nblocks; ++j) {
       std::byte* at = buf + s.d(j) * l.extent;
       int pos = static_cast<int>(b.displs[j]);
       if (pack)
-        PMPI_Pack(at, s.n(j), type, tmp, static_cast<int>(b.total), &pos, comm);
+        PMPI_Pack(at, s.n(j), t, tmp, static_cast<int>(b.total), &pos, comm);
       else
-        PMPI_Unpack(tmp, static_cast<int>(b.total), &pos, at, s.n(j), type, comm);
+        PMPI_Unpack(tmp, static_cast<int>(b.total), &pos, at, s.n(j), t, comm);
     }
   };
   if (receive)
-    job.then([=] { each(false); });
+    job.then([=, held = job.hold(type)] { each(false, *held); });
   else
-    each(true);
+    each(true, type);
   return b;
 }
 
