@@ -263,6 +263,9 @@ CORAL_API coralResult_t coralIRecv(void* recvbuff, size_t count, coralDataType_t
 CORAL_API coralResult_t coralTest(coralRequest_t request, int* done);
 /* Blocks until complete, returns the operation's result and frees the request. */
 CORAL_API coralResult_t coralWait(coralRequest_t request);
+/* coralTest after waiting up to timeout_us microseconds for completion (0: coralTest), for
+ * callers with other work to do between waits (the MPI interposer drives MPI's progress). */
+CORAL_API coralResult_t coralWaitFor(coralRequest_t request, long timeout_us, int* done);
 /* Blocks until one of requests[0..count) is complete (NULL entries are skipped; the requests may
  * belong to different communicators), as MPI_Waitany: sets *index to it, frees it, sets
  * requests[*index] to NULL and returns its operation's result. With no non-NULL entry it

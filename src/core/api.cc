@@ -244,11 +244,16 @@ coralResult_t coralIBarrier(coralComm_t comm, coralRequest_t* q) {
   return nonblocking("coralIBarrier", comm, Coll::Barrier, nullptr, nullptr, 0, coralUint8, coralSum, 0, q);
 }
 
-coralResult_t coralTest(coralRequest_t request, int* done) {
+namespace {
+
+// coralTest, after waiting up to `wait_us` for the request to finish.
+coralResult_t test_after(const char* name, coralRequest_t request, long wait_us, int* done) {
   coralComm* comm = request ? request->comm : nullptr;
   coralResult_t rc = coralSuccess;
-  coralResult_t g = guard(comm, "coralTest", [&] {
+  coralResult_t g = guard(comm, name, [&] {
     if (!request || !done) fail(coralInvalidArgument, "request or done is NULL");
+    if (wait_us < 0) fail(coralInvalidArgument, fmt::format("timeout_us is {}", wait_us));
+    if (wait_us > 0) request->req->wait_done_for(std::chrono::microseconds(wait_us));
     std::unique_lock<std::mutex> lock(request->req->mu);
     *done = request->req->done ? 1 : 0;
     if (!*done) return;
@@ -259,6 +264,14 @@ coralResult_t coralTest(coralRequest_t request, int* done) {
     if (rc != coralSuccess) fail(rc, err);
   });
   return g;
+}
+
+}  // namespace
+
+coralResult_t coralTest(coralRequest_t request, int* done) { return test_after("coralTest", request, 0, done); }
+
+coralResult_t coralWaitFor(coralRequest_t request, long timeout_us, int* done) {
+  return test_after("coralWaitFor", request, timeout_us, done);
 }
 
 coralResult_t coralWait(coralRequest_t request) {

@@ -137,6 +137,15 @@ void Request::wait_done() {
   if (callers_waiting) callers_waiting->fetch_sub(1, std::memory_order_relaxed);
 }
 
+bool Request::wait_done_for(std::chrono::microseconds limit) {
+  std::unique_lock<std::mutex> lock(mu);
+  if (done) return true;
+  if (callers_waiting) callers_waiting->fetch_add(1, std::memory_order_relaxed);
+  const bool finished = cv.wait_for(lock, limit, [&] { return done; });
+  if (callers_waiting) callers_waiting->fetch_sub(1, std::memory_order_relaxed);
+  return finished;
+}
+
 PeerMonitor::PeerMonitor(int rank, transport::Domain* const* domain_of, const std::vector<transport::Domain*>& polled,
                          double timeout_s, int spin_polls, int pause, transport::Domain* cpu_gate,
                          const FlightPeers& flight, const std::function<void()>* usable)

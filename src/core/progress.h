@@ -80,6 +80,8 @@ struct Request {
   void finish(coralResult_t rc, const std::string& err);
   // Blocks until finish(), counted in callers_waiting meanwhile.
   void wait_done();
+  // As wait_done(), for at most `limit`; true once finished.
+  bool wait_done_for(std::chrono::microseconds limit);
   // wait_done(), then throws the operation's failure.
   void wait_ok();
 };

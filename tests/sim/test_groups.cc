@@ -317,3 +317,30 @@ TEST_CASE("coralWaitAny returns a failed request's error and frees it") {
   CHECK(std::string(coralGetLastError(nullptr)).find("count") != std::string::npos);
   CHECK(coralCommDestroy(comm) == coralSuccess);
 }
+
+TEST_CASE("coralWaitFor returns not done within its limit, then done with the result") {
+  // Rank 1 sends only once rank 0 has seen its wait run out, so the first wait cannot finish.
+  std::atomic<bool> timed_out{false};
+  CHECK(on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+          std::vector<uint8_t> out(4096), in(4096);
+          for (size_t i = 0; i < out.size(); ++i) out[i] = pattern(rank, i);
+          if (rank == 1) {
+            for (int i = 0; !timed_out.load() && i < 20000; i++)
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (!timed_out.load()) return "rank 0 never timed out";
+            return coralSend(out.data(), out.size(), coralUint8, 0, comm, nullptr) == coralSuccess ? "" : "send";
+          }
+          coralRequest_t r = nullptr;
+          CALL(coralIRecv(in.data(), in.size(), coralUint8, 1, comm, &r));
+          int done = -1;
+          const auto start = std::chrono::steady_clock::now();
+          CALL(coralWaitFor(r, 20000, &done));
+          const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (done != 0) return fmt::format("done is {} before the peer sent", done);
+          if (waited < 0.015) return fmt::format("returned after {} s, before its 20 ms", waited);
+          if (coralWaitFor(r, -1, &done) != coralInvalidArgument) return "a negative limit was accepted";
+          timed_out = true;
+          for (done = 0; !done;) CALL(coralWaitFor(r, 1000, &done));
+          return check_bytes(in, 1, "from 1");
+        }) == "");
+}
