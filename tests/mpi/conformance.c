@@ -214,6 +214,7 @@ int main(int argc, char** argv) {
   strided(MPI_COMM_WORLD);
   communicators(&types[3], &types[10]);
   requests();
+  progress_rule();
   pass_through();
   long total[2] = {g_checks, g_failures}, sum[2];
   PMPI_Allreduce(total, sum, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -34,6 +34,7 @@ void movement(MPI_Comm comm, int n, const Type* t);
 void strided(MPI_Comm comm);
 void communicators(const Type* ints, const Type* doubles);
 void requests(void);
+void progress_rule(void);
 void pass_through(void);
 
 #endif

@@ -322,6 +322,32 @@ void requests(void) {
   }
 }
 
+/* MPI's progress rule: a rank waiting on Coral's request must still drive MPI, for a peer may
+ * need this rank's MPI traffic before it can reach the collective waited on. The last rank waits
+ * for a scan (MPI's own: partial sums pass from rank to rank) before it joins an all-reduce on
+ * Coral, which the others wait for first, through MPI_Wait and then MPI_Waitall. Waiting in
+ * Coral alone hangs them all from P=3. */
+void progress_rule(void) {
+  for (int round = 0; round < 2; ++round) {
+    long x = g_rank + 1, prefix = 0, in[16], out[16];
+    for (int i = 0; i < 16; ++i) in[i] = g_rank + i;
+    MPI_Request scan, sum;
+    MPI_Status st[1];
+    MPI_Iscan(&x, &prefix, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &scan);
+    if (g_rank == g_size - 1) MPI_Wait(&scan, MPI_STATUS_IGNORE);
+    MPI_Iallreduce(in, out, 16, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &sum);
+    if (round == 0)
+      MPI_Wait(&sum, MPI_STATUS_IGNORE);
+    else
+      MPI_Waitall(1, &sum, st);
+    if (g_rank != g_size - 1) MPI_Wait(&scan, MPI_STATUS_IGNORE);
+    ++g_checks;
+    int bad = prefix != (long)(g_rank + 1) * (g_rank + 2) / 2;
+    for (int i = 0; i < 16; ++i) bad |= out[i] != (long)g_size * (g_size - 1) / 2 + (long)g_size * i;
+    if (bad && ++g_failures <= 10) printf("FAIL rank %d: progress rule (round %d): wrong results\n", g_rank, round);
+  }
+}
+
 static void my_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
   (void)type;
   int* a = in;

@@ -35,11 +35,14 @@ Pending* find(MPI_Request r) {
   return it == g_pending.end() ? nullptr : it->second.get();
 }
 
-// Drives p's Coral request; once it is done, finishes it and completes the generalized request.
-bool progress(Pending* p, bool block) {
+constexpr long kBlock = -1;  // progress(): wait in Coral until done
+
+// Drives p's Coral request, waiting up to wait_us (kBlock: until done); once it is done,
+// finishes it and completes the generalized request.
+bool progress(Pending* p, long wait_us) {
   if (p->done) return true;
   int done = 1;
-  coralResult_t r = block ? coralWait(p->creq) : coralTest(p->creq, &done);
+  coralResult_t r = wait_us == kBlock ? coralWait(p->creq) : coralWaitFor(p->creq, wait_us, &done);
   if (!done && r == coralSuccess) return false;
   p->done = true;
   p->creq = nullptr;
@@ -90,7 +93,7 @@ std::vector<Ours> ours_in(int n, const MPI_Request* reqs) {
 // Non-blocking progress of all of ours; true if any is done.
 bool progress_all(const std::vector<Ours>& ours) {
   bool any = false;
-  for (const Ours& o : ours) any |= progress(o.p, false);
+  for (const Ours& o : ours) any |= progress(o.p, 0);
   return any;
 }
 
@@ -121,6 +124,22 @@ int retire_all(const std::vector<Ours>& ours, int rc, MPI_Status* statuses) {
   return statuses == MPI_STATUSES_IGNORE ? first : MPI_ERR_IN_STATUS;
 }
 
+// Waiting on Coral's requests. Blocking in Coral alone would leave MPI's own traffic undriven,
+// and MPI's progress rule lets a peer need it (a send of this rank's, a collective MPI runs)
+// before that peer reaches the collective this rank waits on. So the wait sleeps in Coral in
+// slices and tests `reqs` between them: that drives MPI, and ours among them stay incomplete
+// until progress() completes them. Shorter slices cost a quick call more (bench/mpi/results).
+constexpr long kSliceUs = 1000;
+void wait_ours(const std::vector<Pending*>& ours, MPI_Request* reqs, int n) {
+  for (;;) {
+    bool all = true;
+    for (Pending* p : ours) all &= progress(p, all ? kSliceUs : 0);
+    if (all) return;
+    int flag = 0;
+    PMPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+  }
+}
+
 }  // namespace
 
 int start_request(std::unique_ptr<Pending> p, MPI_Request* request) {
@@ -136,7 +155,7 @@ void reap_orphans() {
   if (g_orphaned.load(std::memory_order_acquire) == 0) return;
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto it = g_orphans.begin(); it != g_orphans.end();) {
-    if (progress(it->get(), false)) {  // MPI frees the generalized request now
+    if (progress(it->get(), 0)) {  // MPI frees the generalized request now
       it = g_orphans.erase(it);
       g_orphaned.fetch_sub(1, std::memory_order_release);
     } else {
@@ -149,18 +168,18 @@ void settle_comm(const Comm* c) {
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto& [h, p] : g_pending)
     if (p->owner == c) {
-      progress(p.get(), true);
+      progress(p.get(), kBlock);
       p->owner = nullptr;
       p->mpi = MPI_COMM_WORLD;
     }
   for (auto& p : g_orphans)
-    if (p->owner == c) progress(p.get(), true);
+    if (p->owner == c) progress(p.get(), kBlock);
 }
 
 void complete_all() {
   std::lock_guard<std::mutex> lock(g_mu);
-  for (auto& [h, p] : g_pending) progress(p.get(), true);
-  for (auto& p : g_orphans) progress(p.get(), true);
+  for (auto& [h, p] : g_pending) progress(p.get(), kBlock);
+  for (auto& p : g_orphans) progress(p.get(), kBlock);
   g_orphans.clear();
   g_orphaned.store(0);
 }
@@ -172,7 +191,7 @@ using namespace coral_mpi;
 extern "C" int MPI_Wait(MPI_Request* req, MPI_Status* status) {
   Pending* p = find(*req);
   if (!p) return PMPI_Wait(req, status);
-  progress(p, true);
+  wait_ours({p}, req, 1);
   const MPI_Request h = *req;
   return retire(h, PMPI_Wait(req, status), status);
 }
@@ -180,7 +199,7 @@ extern "C" int MPI_Wait(MPI_Request* req, MPI_Status* status) {
 extern "C" int MPI_Test(MPI_Request* req, int* flag, MPI_Status* status) {
   Pending* p = find(*req);
   if (!p) return PMPI_Test(req, flag, status);
-  if (!progress(p, false)) {
+  if (!progress(p, 0)) {
     *flag = 0;
     return MPI_SUCCESS;
   }
@@ -192,21 +211,9 @@ extern "C" int MPI_Test(MPI_Request* req, int* flag, MPI_Status* status) {
 extern "C" int MPI_Waitall(int n, MPI_Request* reqs, MPI_Status* statuses) {
   const std::vector<Ours> ours = ours_in(n, reqs);
   if (ours.empty()) return PMPI_Waitall(n, reqs, statuses);
-  int mpi_active = 0;
-  for (int i = 0; i < n; ++i) mpi_active += reqs[i] != MPI_REQUEST_NULL;
-  if (mpi_active == static_cast<int>(ours.size())) {
-    for (const Ours& o : ours) progress(o.p, true);
-  } else {
-    // MPI's requests may need this rank to drive MPI's progress before a peer can reach the
-    // collective, so poll both sides instead of blocking in one.
-    for (;;) {
-      bool all = true;
-      for (const Ours& o : ours) all &= progress(o.p, false);
-      if (all) break;
-      int flag = 0;
-      PMPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);  // for progress: ours keep it false
-    }
-  }
+  std::vector<Pending*> pending;
+  for (const Ours& o : ours) pending.push_back(o.p);
+  wait_ours(pending, reqs, n);
   return retire_all(ours, PMPI_Waitall(n, reqs, statuses), statuses);
 }
 
@@ -261,7 +268,7 @@ extern "C" int MPI_Waitsome(int n, MPI_Request* reqs, int* outcount, int* indice
 }
 
 extern "C" int MPI_Request_get_status(MPI_Request req, int* flag, MPI_Status* status) {
-  if (Pending* p = find(req)) progress(p, false);
+  if (Pending* p = find(req)) progress(p, 0);
   return PMPI_Request_get_status(req, flag, status);
 }
 
