@@ -130,10 +130,10 @@ int retire_all(const std::vector<Ours>& ours, int rc, MPI_Status* statuses) {
 // slices and tests `reqs` between them: that drives MPI, and ours among them stay incomplete
 // until progress() completes them. Shorter slices cost a quick call more (bench/mpi/results).
 constexpr long kSliceUs = 1000;
-void wait_ours(const std::vector<Pending*>& ours, MPI_Request* reqs, int n) {
+void wait_ours(const Ours* ours, size_t count, MPI_Request* reqs, int n) {
   for (;;) {
     bool all = true;
-    for (Pending* p : ours) all &= progress(p, all ? kSliceUs : 0);
+    for (size_t i = 0; i < count; ++i) all &= progress(ours[i].p, all ? kSliceUs : 0);
     if (all) return;
     int flag = 0;
     PMPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
@@ -191,7 +191,8 @@ using namespace coral_mpi;
 extern "C" int MPI_Wait(MPI_Request* req, MPI_Status* status) {
   Pending* p = find(*req);
   if (!p) return PMPI_Wait(req, status);
-  wait_ours({p}, req, 1);
+  const Ours one{0, p, *req};
+  wait_ours(&one, 1, req, 1);
   const MPI_Request h = *req;
   return retire(h, PMPI_Wait(req, status), status);
 }
@@ -211,9 +212,7 @@ extern "C" int MPI_Test(MPI_Request* req, int* flag, MPI_Status* status) {
 extern "C" int MPI_Waitall(int n, MPI_Request* reqs, MPI_Status* statuses) {
   const std::vector<Ours> ours = ours_in(n, reqs);
   if (ours.empty()) return PMPI_Waitall(n, reqs, statuses);
-  std::vector<Pending*> pending;
-  for (const Ours& o : ours) pending.push_back(o.p);
-  wait_ours(pending, reqs, n);
+  wait_ours(ours.data(), ours.size(), reqs, n);
   return retire_all(ours, PMPI_Waitall(n, reqs, statuses), statuses);
 }
 
