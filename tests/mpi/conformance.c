@@ -16,7 +16,7 @@
 
 int g_rank, g_size;
 long g_checks, g_failures;
-static bool g_interposed; /* MPI_X is coral-mpi's, not MPI's own */
+bool g_interposed; /* MPI_X is coral-mpi's, not MPI's own */
 
 static const Type kTypes[] = {
     {0, "MPI_INT8_T", 1, kSigned},

@@ -22,6 +22,7 @@ typedef struct {
 
 extern int g_rank, g_size;
 extern long g_checks, g_failures;
+extern bool g_interposed;
 
 Pair pair_new(size_t bytes);
 void pair_free(Pair* p);

@@ -2,6 +2,8 @@
 // request accepts them, mixed freely with MPI's own. A Coral request runs by itself (Coral's
 // progress thread); what MPI_Wait and friends add is its completion: the unpacking left to do,
 // MPI_Grequest_complete, and the error, if any, through the communicator's handler.
+#include <sched.h>
+
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
@@ -128,7 +130,8 @@ int retire_all(const std::vector<Ours>& ours, int rc, MPI_Status* statuses) {
 // and MPI's progress rule lets a peer need it (a send of this rank's, a collective MPI runs)
 // before that peer reaches the collective this rank waits on. So the wait sleeps in Coral in
 // slices and tests `reqs` between them: that drives MPI, and ours among them stay incomplete
-// until progress() completes them. Shorter slices cost a quick call more (bench/mpi/results).
+// until progress() completes them. Shorter slices, or ones that start short and grow, cost a
+// quick call more on an oversubscribed host (bench/mpi/results).
 constexpr long kSliceUs = 1000;
 void wait_ours(const Ours* ours, size_t count, MPI_Request* reqs, int n) {
   for (;;) {
@@ -236,6 +239,7 @@ extern "C" int MPI_Waitany(int n, MPI_Request* reqs, int* index, MPI_Status* sta
       rc = PMPI_Testany(n, reqs, index, &flag, status);
     }
     if (flag) return *index == MPI_UNDEFINED ? rc : retire_indices(ours, rc, 1, index, nullptr);
+    sched_yield();  // any of MPI's requests may end it, so it polls; Coral's thread needs the core
   }
 }
 
@@ -263,12 +267,17 @@ extern "C" int MPI_Waitsome(int n, MPI_Request* reqs, int* outcount, int* indice
   for (;;) {
     const int rc = MPI_Testsome(n, reqs, outcount, indices, statuses);
     if (rc != MPI_SUCCESS || *outcount != 0) return rc;
+    sched_yield();
   }
 }
 
 extern "C" int MPI_Request_get_status(MPI_Request req, int* flag, MPI_Status* status) {
   if (Pending* p = find(req)) progress(p, 0);
-  return PMPI_Request_get_status(req, flag, status);
+  const int rc = PMPI_Request_get_status(req, flag, status);
+  // A null request gets MPI's empty status, whose error is MPI_SUCCESS; Open MPI 4.1 leaves that
+  // field as it was, and callers that read it saw our frames' leftovers (MPICH's rqstatus).
+  if (rc == MPI_SUCCESS && req == MPI_REQUEST_NULL && status != MPI_STATUS_IGNORE) status->MPI_ERROR = MPI_SUCCESS;
+  return rc;
 }
 
 extern "C" int MPI_Request_free(MPI_Request* req) {
