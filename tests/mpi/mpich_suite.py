@@ -14,11 +14,12 @@ Usage: mpich_suite.py BUILD_DIR [--abi ompi,mpich] [--dirs coll,comm,...] [--onl
 import argparse
 import os
 import re
-import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 CONF = """\
@@ -178,24 +179,23 @@ def main():
     coral_fails, runs = [], 0
     for abi in args.abi.split(","):
         cc, launch = ABIS[abi]
-        if not (build / f"src/compat/mpi/libcoral_mpi_{abi}.so").exists() or subprocess.call(
-                ["sh", "-c", f"command -v {cc}"], stdout=subprocess.DEVNULL) != 0:
+        if not (build / f"src/compat/mpi/libcoral_mpi_{abi}.so").exists() or not shutil.which(cc):
             print(f"{abi}: not built here, skipped")
             continue
         b = Builder(src, work, abi)
-        tally = {}
+        tally = Counter()
         for d in args.dirs.split(","):
             lists = [p for p in (src / d / "testlist.in", src / d / "testlist") if p.exists()]
             if not lists:
                 continue
             mk = makefile_vars(src / d / "Makefile.am")
             for name, np, keys in testlist(lists[0]):
-                label = f"{d}/{name} np={np}{' ' + ' '.join(keys.get('arg', [])) if 'arg' in keys else ''}"
+                label = f"{d}/{name} np={np}" + "".join(" " + a for a in keys.get("arg", []))
                 if only and not only.search(f"{d}/{name}"):
                     continue
                 exe = b.binary(d, name, mk)
                 if exe is None:
-                    tally["not built"] = tally.get("not built", 0) + 1
+                    tally["not built"] += 1
                     continue
                 env = dict(os.environ, CORAL_MPI_REPORT="1")
                 for kv in keys.get("env", []):
@@ -217,7 +217,7 @@ def main():
                 rep = re.search(r"handled (\d+) collective calls", cout)
                 kind = "both pass" if p == c == "pass" else "both fail" if p != "pass" and c != "pass" \
                     else "coral only fails" if p == "pass" else "plain only fails"
-                tally[kind] = tally.get(kind, 0) + 1
+                tally[kind] += 1
                 line = f"{abi} {label}: plain {p} ({pt:.0f} s), coral {c} ({ct:.0f} s)"
                 print(line + (f", Coral took {rep.group(1)} calls" if rep else ""), flush=True)
                 if kind == "coral only fails":

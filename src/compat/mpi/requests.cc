@@ -252,20 +252,27 @@ extern "C" int MPI_Testany(int n, MPI_Request* reqs, int* index, int* flag, MPI_
   return retire_indices(ours, rc, 1, index, nullptr);
 }
 
-extern "C" int MPI_Testsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* statuses) {
-  const std::vector<Ours> ours = ours_in(n, reqs);
-  if (ours.empty()) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+namespace {
+int test_some(const std::vector<Ours>& ours, int n, MPI_Request* reqs, int* outcount, int* indices,
+              MPI_Status* statuses) {
   progress_all(ours);
   const int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
   if (*outcount == MPI_UNDEFINED) return rc;
   return retire_indices(ours, rc, *outcount, indices, statuses);
+}
+}  // namespace
+
+extern "C" int MPI_Testsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* statuses) {
+  const std::vector<Ours> ours = ours_in(n, reqs);
+  if (ours.empty()) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+  return test_some(ours, n, reqs, outcount, indices, statuses);
 }
 
 extern "C" int MPI_Waitsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* statuses) {
   const std::vector<Ours> ours = ours_in(n, reqs);
   if (ours.empty()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
   for (;;) {
-    const int rc = MPI_Testsome(n, reqs, outcount, indices, statuses);
+    const int rc = test_some(ours, n, reqs, outcount, indices, statuses);
     if (rc != MPI_SUCCESS || *outcount != 0) return rc;
     sched_yield();
   }
