@@ -271,6 +271,14 @@ CORAL_API coralResult_t coralWaitFor(coralRequest_t request, long timeout_us, in
  * requests[*index] to NULL and returns its operation's result. With no non-NULL entry it
  * returns coralSuccess at once with *index = -1. */
 CORAL_API coralResult_t coralWaitAny(int count, coralRequest_t* requests, int* index);
+/* A runtime sharing the process may need its own traffic moved along while this thread blocks
+ * in Coral: a peer can need, say, an MPI library's progress on this rank before it reaches the
+ * call this rank waits in. fn(arg) is then called on this thread between the sleep slices of a
+ * blocking collective's waits (never on the fast path, before the first sleep), and not from
+ * within fn itself. Requests run on Coral's progress thread and never call it. One per thread;
+ * fn NULL removes it. */
+typedef void (*coralWaitHook_t)(void* arg);
+CORAL_API coralResult_t coralSetWaitHook(coralWaitHook_t fn, void* arg);
 
 /* Registered buffers, the zero-copy path. coralMemAlloc gives host memory that local peers can
  * map (memfd-backed); coralMemFree frees only such memory (anything else, or memory still

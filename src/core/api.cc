@@ -274,6 +274,11 @@ coralResult_t coralWaitFor(coralRequest_t request, long timeout_us, int* done) {
   return test_after("coralWaitFor", request, timeout_us, done);
 }
 
+coralResult_t coralSetWaitHook(coralWaitHook_t fn, void* arg) {
+  coral::set_wait_hook(fn, arg);  // cannot fail
+  return coralSuccess;
+}
+
 coralResult_t coralWait(coralRequest_t request) {
   coralComm* comm = request ? request->comm : nullptr;
   return guard(comm, "coralWait", [&] {

@@ -8,6 +8,33 @@
 
 namespace coral {
 
+namespace {
+
+// Thread-local: the progress thread never has one, so a hook only ever runs on the thread that
+// set it, inside that thread's own blocking call (an MPI library's thread rules allow that).
+struct WaitHook {
+  void (*fn)(void*) = nullptr;
+  void* arg = nullptr;
+  bool running = false;
+};
+thread_local WaitHook t_hook;
+
+}  // namespace
+
+void set_wait_hook(void (*fn)(void*), void* arg) {
+  t_hook.fn = fn;
+  t_hook.arg = arg;
+}
+
+void run_wait_hook() {
+  if (!t_hook.fn || t_hook.running) return;
+  t_hook.running = true;
+  struct Reset {
+    ~Reset() { t_hook.running = false; }
+  } reset;
+  t_hook.fn(t_hook.arg);
+}
+
 void Request::finish(coralResult_t rc, const std::string& err) {
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -90,7 +117,18 @@ void ProgressQueue::submit(std::shared_ptr<Request> req, const std::function<voi
 void ProgressQueue::wait_idle() {
   if (outstanding_.load(std::memory_order_acquire) == 0) return;
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return outstanding_ == 0; });
+  auto idle = [&] { return outstanding_ == 0; };
+  if (!t_hook.fn) {
+    cv_.wait(lock, idle);
+    return;
+  }
+  // The queued requests may need a peer that first needs the hook's runtime on this rank (a
+  // blocking call behind an MPI_Iallreduce, with an MPI send posted between them).
+  while (!cv_.wait_for(lock, std::chrono::milliseconds(1), idle)) {
+    lock.unlock();
+    run_wait_hook();
+    lock.lock();
+  }
 }
 
 std::shared_ptr<Request> ProgressQueue::take_front_if(const std::function<bool(const Request&)>& want) {
@@ -180,6 +218,7 @@ std::string PeerMonitor::label() const {
 }
 
 void PeerMonitor::check(int peer) {
+  run_wait_hook();
   const auto now = Clock::now();
   if (deadline_ == Clock::time_point{}) {
     deadline_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));

@@ -134,6 +134,11 @@ class ProgressQueue {
   std::thread thread_;
 };
 
+// The calling thread's wait hook (coralSetWaitHook): run between the sleep slices of that
+// thread's own waits, never while it runs already.
+void set_wait_hook(void (*fn)(void*), void* arg);
+void run_wait_hook();
+
 // The monitor of one operation's waits: a peer's failure or abort, and CORAL_TIMEOUT, end it
 // with an error naming the operation, this rank and the peer.
 class PeerMonitor : public WaitMonitor {

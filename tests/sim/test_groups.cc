@@ -344,3 +344,50 @@ TEST_CASE("coralWaitFor returns not done within its limit, then done with the re
           return check_bytes(in, 1, "from 1");
         }) == "");
 }
+
+TEST_CASE("coralSetWaitHook runs on the blocked caller's thread, only for its blocking calls") {
+  // Rank 1 comes late each time, so rank 0's wait goes to sleep. Its hook must run there, on its
+  // own thread; not for a request the progress thread runs, and not once removed.
+  struct Seen {
+    std::thread::id self;
+    std::atomic<int> calls{0}, foreign{0};
+  };
+  CHECK(on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+          std::vector<float> in(16, static_cast<float>(rank + 1)), out(16);
+          auto sum = [&](bool queued) -> std::string {
+            if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            std::fill(out.begin(), out.end(), 0.0f);
+            if (queued) {
+              coralRequest_t r = nullptr;
+              CALL(coralIAllReduce(in.data(), out.data(), 16, coralFloat32, coralSum, comm, &r));
+              CALL(coralWait(r));
+            } else {
+              CALL(coralAllReduce(in.data(), out.data(), 16, coralFloat32, coralSum, comm, nullptr));
+            }
+            return out[15] == 3.0f ? "" : fmt::format("sum is {}", out[15]);
+          };
+          if (rank == 1) {
+            for (bool queued : {false, true, false})
+              if (std::string e = sum(queued); !e.empty()) return e;
+            return "";
+          }
+          Seen seen;
+          seen.self = std::this_thread::get_id();
+          CALL(coralSetWaitHook(
+              [](void* a) {
+                auto* s = static_cast<Seen*>(a);
+                ++s->calls;
+                if (std::this_thread::get_id() != s->self) ++s->foreign;
+              },
+              &seen));
+          if (std::string e = sum(false); !e.empty()) return e;
+          const int blocked = seen.calls.load();
+          if (blocked == 0) return "the hook never ran while the call waited 300 ms";
+          if (std::string e = sum(true); !e.empty()) return e;
+          if (seen.calls.load() != blocked) return "the hook ran for a request the progress thread ran";
+          CALL(coralSetWaitHook(nullptr, nullptr));
+          if (std::string e = sum(false); !e.empty()) return e;
+          if (seen.calls.load() != blocked) return "the hook ran after it was removed";
+          return seen.foreign.load() ? "the hook ran on another thread" : "";
+        }) == "");
+}
