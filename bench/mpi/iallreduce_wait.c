@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) in[i] = rank + i;
   MPI_Request r;
   double t = 0;
+  MPI_Barrier(MPI_COMM_WORLD);           // a communicator meets Coral at its first blocking collective
   for (int i = -1000; i < iters; ++i) {  // the first 1000 warm up
     if (i == 0) t = MPI_Wtime();
     MPI_Iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);

@@ -335,30 +335,74 @@ void requests(void) {
            flag, empty.MPI_SOURCE, empty.MPI_TAG, empty.MPI_ERROR);
 }
 
-/* MPI's progress rule: a rank waiting on Coral's request must still drive MPI, for a peer may
- * need this rank's MPI traffic before it can reach the collective waited on. The last rank waits
- * for a scan (MPI's own: partial sums pass from rank to rank) before it joins an all-reduce on
- * Coral, which the others wait for first, through MPI_Wait and then MPI_Waitall. Waiting in
- * Coral alone hangs them all from P=3. */
+/* MPI's progress rule: a rank waiting in Coral must still drive MPI, for a peer may need this
+ * rank's MPI traffic before it can reach the collective waited on. The last rank waits for a
+ * scan (MPI's own: partial sums pass from rank to rank) before it joins an all-reduce on Coral,
+ * which the others wait for first: through MPI_Wait, MPI_Waitall, then the blocking call itself.
+ * Waiting in Coral alone hangs them all from P=3. */
 void progress_rule(void) {
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 3; ++round) {
     long x = g_rank + 1, prefix = 0, in[16], out[16];
     for (int i = 0; i < 16; ++i) in[i] = g_rank + i;
     MPI_Request scan, sum;
     MPI_Status st[1];
     MPI_Iscan(&x, &prefix, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &scan);
     if (g_rank == g_size - 1) MPI_Wait(&scan, MPI_STATUS_IGNORE);
-    MPI_Iallreduce(in, out, 16, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &sum);
-    if (round == 0)
-      MPI_Wait(&sum, MPI_STATUS_IGNORE);
-    else
-      MPI_Waitall(1, &sum, st);
+    if (round == 2) {
+      MPI_Allreduce(in, out, 16, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    } else {
+      MPI_Iallreduce(in, out, 16, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &sum);
+      if (round == 0)
+        MPI_Wait(&sum, MPI_STATUS_IGNORE);
+      else
+        MPI_Waitall(1, &sum, st);
+    }
     if (g_rank != g_size - 1) MPI_Wait(&scan, MPI_STATUS_IGNORE);
     ++g_checks;
     int bad = prefix != (long)(g_rank + 1) * (g_rank + 2) / 2;
     for (int i = 0; i < 16; ++i) bad |= out[i] != (long)g_size * (g_size - 1) / 2 + (long)g_size * i;
     if (bad && ++g_failures <= 10) printf("FAIL rank %d: progress rule (round %d): wrong results\n", g_rank, round);
   }
+  /* A send too large for MPI's eager protocol needs its sender's progress to complete, and the
+   * sender waits in a barrier on Coral for the receiver to get past its blocking receive (as
+   * MPICH's pt2pt/scancel2). */
+  enum { kBig = 1 << 20 };
+  unsigned char* big = malloc(kBig);
+  for (int i = 0; i < kBig; ++i) big[i] = (unsigned char)(g_rank == 0 ? i * 7 : 0);
+  /* Round 1 does the same behind a non-blocking all-reduce still running on Coral, which the
+   * barrier waits for first. Round 2 on a new communicator, where the all-reduce comes first: a
+   * non-blocking call must not wait there for the peers to make Coral's twin of it. */
+  for (int round = 0; round < 3; ++round) {
+    MPI_Comm comm = MPI_COMM_WORLD;
+    if (round == 2) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    long x = g_rank, total = -1;
+    MPI_Request first = MPI_REQUEST_NULL;
+    if (g_rank == 0 && g_size > 1) {
+      MPI_Request send;
+      if (round > 0) MPI_Iallreduce(&x, &total, 1, MPI_LONG, MPI_SUM, comm, &first);
+      MPI_Isend(big, kBig, MPI_BYTE, 1, 99, comm, &send);
+      MPI_Barrier(comm);
+      MPI_Wait(&send, MPI_STATUS_IGNORE);
+    } else {
+      if (g_rank == 1) {
+        memset(big, 0, kBig);
+        MPI_Recv(big, kBig, MPI_BYTE, 0, 99, comm, MPI_STATUS_IGNORE);
+      }
+      if (round > 0) MPI_Iallreduce(&x, &total, 1, MPI_LONG, MPI_SUM, comm, &first);
+      MPI_Barrier(comm);
+      int bad = 0;
+      for (int i = 0; g_rank == 1 && i < kBig; ++i) bad |= big[i] != (unsigned char)(i * 7);
+      ++g_checks;
+      if (bad && ++g_failures <= 10)
+        printf("FAIL rank %d: rendezvous send across a barrier (round %d): wrong data\n", g_rank, round);
+    }
+    MPI_Wait(&first, MPI_STATUS_IGNORE);
+    ++g_checks;
+    if (round > 0 && total != (long)g_size * (g_size - 1) / 2 && ++g_failures <= 10)
+      printf("FAIL rank %d: all-reduce before the barrier (round %d) gave %ld\n", g_rank, round, total);
+    if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
+  }
+  free(big);
 }
 
 static void my_sum(void* in, void* inout, int* len, MPI_Datatype* type) {

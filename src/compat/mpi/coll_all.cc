@@ -32,7 +32,7 @@ int alltoall(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Data
              MPI_Request* req) {
   const bool in_place = sb == MPI_IN_PLACE;
   Reason pre = (rn < 0 || !valid_type(rt) || (!in_place && (sn < 0 || !valid_type(st)))) ? kArgs : kHandled;
-  Comm* c = Job::admit(kAlltoall, comm, pre);
+  Comm* c = Job::admit(kAlltoall, comm, pre, !req);
   if (!c) return req ? PMPI_Ialltoall(sb, sn, st, rb, rn, rt, comm, req) : PMPI_Alltoall(sb, sn, st, rb, rn, rt, comm);
   Job job(c, req ? "MPI_Ialltoall" : "MPI_Alltoall", req);
   const Bytes r = recv_blocks(job, rb, c->size, rn, nullptr, nullptr, rt, comm);
@@ -53,7 +53,7 @@ int alltoallv(const void* sb, const int* scounts, const int* sdispls, MPI_Dataty
   const bool in_place = sb == MPI_IN_PLACE;
   Reason pre = !valid_type(rt) ? kArgs : check_v(comm, rcounts, rdispls);
   if (pre == kHandled && !in_place) pre = !valid_type(st) ? kArgs : check_v(comm, scounts, sdispls);
-  Comm* c = Job::admit(kAlltoallv, comm, pre);
+  Comm* c = Job::admit(kAlltoallv, comm, pre, !req);
   if (!c)
     return req ? PMPI_Ialltoallv(sb, scounts, sdispls, st, rb, rcounts, rdispls, rt, comm, req)
                : PMPI_Alltoallv(sb, scounts, sdispls, st, rb, rcounts, rdispls, rt, comm);
@@ -77,7 +77,7 @@ int alltoallv(const void* sb, const int* scounts, const int* sdispls, MPI_Dataty
 }
 
 int barrier(MPI_Comm comm, MPI_Request* req) {
-  Comm* c = Job::admit(kBarrier, comm, kHandled);
+  Comm* c = Job::admit(kBarrier, comm, kHandled, !req);
   if (!c) return req ? PMPI_Ibarrier(comm, req) : PMPI_Barrier(comm);
   Job job(c, req ? "MPI_Ibarrier" : "MPI_Barrier", req);
   return job.run([&](coralRequest_t* q) { return q ? coralIBarrier(c->coral, q) : coralBarrier(c->coral); });

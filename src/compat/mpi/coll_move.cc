@@ -53,7 +53,7 @@ Reason rooted(MPI_Comm comm, int root, bool* is_root, bool all_in_place, int all
 
 int bcast(void* buf, int n, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request* req) {
   Reason pre = (n < 0 || !valid_type(t)) ? kArgs : check_root(comm, root);
-  Comm* c = Job::admit(kBcast, comm, pre);
+  Comm* c = Job::admit(kBcast, comm, pre, !req);
   if (!c) return req ? PMPI_Ibcast(buf, n, t, root, comm, req) : PMPI_Bcast(buf, n, t, root, comm);
   Job job(c, req ? "MPI_Ibcast" : "MPI_Bcast", req);
   const Bytes b = c->rank == root ? send_view(job, buf, n, t, comm) : recv_view(job, buf, n, t, comm);
@@ -68,7 +68,7 @@ int gather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Dataty
   bool is_root = false;
   const Reason pre = rooted(comm, root, &is_root, sb == MPI_IN_PLACE, sn, st, rn, rt);
   const bool in_place = is_root && sb == MPI_IN_PLACE;
-  Comm* c = Job::admit(kGather, comm, pre);
+  Comm* c = Job::admit(kGather, comm, pre, !req);
   if (!c)
     return req ? PMPI_Igather(sb, sn, st, rb, rn, rt, root, comm, req)
                : PMPI_Gather(sb, sn, st, rb, rn, rt, root, comm);
@@ -102,7 +102,7 @@ int scatter(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Datat
   bool is_root = false;
   const Reason pre = rooted(comm, root, &is_root, rb == MPI_IN_PLACE, rn, rt, sn, st);
   const bool in_place = is_root && rb == MPI_IN_PLACE;
-  Comm* c = Job::admit(kScatter, comm, pre);
+  Comm* c = Job::admit(kScatter, comm, pre, !req);
   if (!c)
     return req ? PMPI_Iscatter(sb, sn, st, rb, rn, rt, root, comm, req)
                : PMPI_Scatter(sb, sn, st, rb, rn, rt, root, comm);
@@ -131,7 +131,7 @@ int allgather(const void* sb, int sn, MPI_Datatype st, void* rb, int rn, MPI_Dat
               MPI_Request* req) {
   const bool in_place = sb == MPI_IN_PLACE;
   Reason pre = (rn < 0 || !valid_type(rt) || (!in_place && (sn < 0 || !valid_type(st)))) ? kArgs : kHandled;
-  Comm* c = Job::admit(kAllgather, comm, pre);
+  Comm* c = Job::admit(kAllgather, comm, pre, !req);
   if (!c)
     return req ? PMPI_Iallgather(sb, sn, st, rb, rn, rt, comm, req) : PMPI_Allgather(sb, sn, st, rb, rn, rt, comm);
   Job job(c, req ? "MPI_Iallgather" : "MPI_Allgather", req);
@@ -156,7 +156,7 @@ int allgatherv(const void* sb, int sn, MPI_Datatype st, void* rb, const int* rco
   const bool in_place = sb == MPI_IN_PLACE;
   Reason pre =
       (!valid_type(rt) || (!in_place && (sn < 0 || !valid_type(st)))) ? kArgs : check_counts(comm, rcounts, displs);
-  Comm* c = Job::admit(kAllgatherv, comm, pre);
+  Comm* c = Job::admit(kAllgatherv, comm, pre, !req);
   if (!c)
     return req ? PMPI_Iallgatherv(sb, sn, st, rb, rcounts, displs, rt, comm, req)
                : PMPI_Allgatherv(sb, sn, st, rb, rcounts, displs, rt, comm);

@@ -33,7 +33,7 @@ const void* in_place_input(Job& job, const Reduction& r, void* rb) {
 
 int allreduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   Reduction r;
-  Comm* c = Job::admit(kAllreduce, comm, map_reduction(t, op, n, &r));
+  Comm* c = Job::admit(kAllreduce, comm, map_reduction(t, op, n, &r), !req);
   if (!c) return req ? PMPI_Iallreduce(sb, rb, n, t, op, comm, req) : PMPI_Allreduce(sb, rb, n, t, op, comm);
   Job job(c, req ? "MPI_Iallreduce" : "MPI_Allreduce", req);
   const void* in = input(job, r, sb == MPI_IN_PLACE ? rb : sb, rb);
@@ -48,7 +48,7 @@ int reduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, int root,
   Reason pre = map_reduction(t, op, n, &r);
   int size = 0;
   if (pre == kHandled && comm != MPI_COMM_NULL && (PMPI_Comm_size(comm, &size), root < 0 || root >= size)) pre = kArgs;
-  Comm* c = Job::admit(kReduce, comm, pre);
+  Comm* c = Job::admit(kReduce, comm, pre, !req);
   if (!c) return req ? PMPI_Ireduce(sb, rb, n, t, op, root, comm, req) : PMPI_Reduce(sb, rb, n, t, op, root, comm);
   Job job(c, req ? "MPI_Ireduce" : "MPI_Reduce", req);
   const bool is_root = c->rank == root;
@@ -63,7 +63,7 @@ int reduce(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, int root,
 
 int reduce_scatter_block(const void* sb, void* rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   Reduction r;
-  Comm* c = Job::admit(kReduceScatterBlock, comm, map_reduction(t, op, n, &r));
+  Comm* c = Job::admit(kReduceScatterBlock, comm, map_reduction(t, op, n, &r), !req);
   if (!c)
     return req ? PMPI_Ireduce_scatter_block(sb, rb, n, t, op, comm, req)
                : PMPI_Reduce_scatter_block(sb, rb, n, t, op, comm);
@@ -90,7 +90,7 @@ int reduce_scatter(const void* sb, void* rb, const int* counts, MPI_Datatype t, 
     for (int j = 0; j < size; ++j) ok &= counts[j] >= 0, total += counts[j];
     if (ok && total <= 0x7fffffff) pre = map_reduction(t, op, static_cast<int>(total), &r);
   }
-  Comm* c = Job::admit(kReduceScatter, comm, pre);
+  Comm* c = Job::admit(kReduceScatter, comm, pre, !req);
   if (!c)
     return req ? PMPI_Ireduce_scatter(sb, rb, counts, t, op, comm, req)
                : PMPI_Reduce_scatter(sb, rb, counts, t, op, comm);

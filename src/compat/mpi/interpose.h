@@ -43,6 +43,7 @@ enum Reason : int {
   kOp,         // user-defined op, MAXLOC/MINLOC, or an op the datatype does not allow
   kArgs,       // arguments MPI should judge (negative count, null handles)
   kCoralInit,  // Coral could not create a communicator for this one
+  kNotMet,     // a non-blocking call on a communicator whose Coral twin is not made yet
   kNumReasons
 };
 
@@ -56,9 +57,11 @@ struct Comm {
 // --- state.cc ---
 // Whether coll may run on Coral at all (CORAL_MPI, CORAL_MPI_OPS); else *why says why not.
 bool enabled(Coll coll, Reason* why);
-// The Coral communicator for comm, created on first use (collective over comm: call it only where
-// every member does, from arguments that agree everywhere). nullptr: *why says why not.
-Comm* comm_for(MPI_Comm comm, Reason* why);
+// The Coral communicator for comm. The first blocking collective on comm creates it (collective
+// over comm: call it only where every member does, from arguments that agree everywhere); a
+// non-blocking call must not wait for its peers, so before that it gets none (kNotMet), on every
+// rank alike, since all call comm's collectives in one order. nullptr: *why says why not.
+Comm* comm_for(MPI_Comm comm, bool blocking, Reason* why);
 void count(Reason r);  // one call handled (kHandled) or passed to MPI
 // Turns a Coral failure into MPI's error handling: prints and aborts under MPI_ERRORS_ARE_FATAL,
 // else calls comm's handler and returns the error class (MPI_Error_string gives `message`).
@@ -96,6 +99,8 @@ struct Layout {
 bool layout_of(MPI_Datatype type, Layout* out);  // false: not a valid datatype
 
 // --- job.cc ---
+// From MPI_Finalize on, a blocking Coral call no longer drives MPI's progress while it waits.
+void stop_driving_mpi();
 // One intercepted call on its way through Coral: its temporaries and what is left to do once the
 // data has arrived (unpack, move). Blocking calls run it at once; non-blocking ones hand it to an
 // MPI generalized request that MPI_Wait and friends complete.
@@ -117,7 +122,7 @@ class Job {
   }
   Comm* comm() const { return comm_; }
   // The gate every intercepted call passes: nullptr (counted as passed) sends it to MPI.
-  static Comm* admit(Coll coll, MPI_Comm comm, Reason pre);
+  static Comm* admit(Coll coll, MPI_Comm comm, Reason pre, bool blocking);
 
  private:
   int run_with(void* issue, coralResult_t (*call)(void*, coralRequest_t*));

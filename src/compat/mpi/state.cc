@@ -23,7 +23,8 @@ const char* const kReasonNames[kNumReasons] = {"CORAL_MPI=0",
                                                "datatype",
                                                "op",
                                                "arguments for MPI to check",
-                                               "Coral communicator not created"};
+                                               "Coral communicator not created",
+                                               "non-blocking before the first blocking call"};
 
 struct Knobs {
   bool on = true;
@@ -126,7 +127,10 @@ int keyval() {
 }
 
 // Every member builds the Coral twin together: rank 0's unique id reaches the others over MPI,
-// and all agree whether it worked, so a failure anywhere sends the comm to MPI everywhere.
+// and all agree whether it worked, so a failure anywhere sends the comm to MPI everywhere. The
+// barrier keeps a rank from waiting in Coral's bootstrap, where it drives no MPI progress, before
+// every peer is in this call (a root's broadcast may end first): a peer still outside may need
+// this rank's MPI progress to get here, as for a send this rank posted before the call.
 Comm* create(MPI_Comm comm) {
   auto* c = new Comm;
   c->mpi = comm;
@@ -143,6 +147,7 @@ Comm* create(MPI_Comm comm) {
     } msg{};
     if (c->rank == 0) msg.result = coralGetUniqueId(&msg.id);
     PMPI_Bcast(&msg, sizeof msg, MPI_BYTE, 0, comm);
+    PMPI_Barrier(comm);
     coralResult_t r = static_cast<coralResult_t>(msg.result);
     if (r == coralSuccess) r = coralCommInitRank(&c->coral, c->size, msg.id, c->rank);
     int ok = r == coralSuccess, all_ok = 0;
@@ -174,7 +179,7 @@ bool enabled(Coll coll, Reason* why) {
   return true;
 }
 
-Comm* comm_for(MPI_Comm comm, Reason* why) {
+Comm* comm_for(MPI_Comm comm, bool blocking, Reason* why) {
   if (comm == MPI_COMM_NULL) return *why = kArgs, nullptr;
   // MPI programs call on one communicator again and again: one entry per thread skips the
   // attribute lookup. A freed handle may come back as a new comm, hence the generation.
@@ -189,6 +194,7 @@ Comm* comm_for(MPI_Comm comm, Reason* why) {
     void* attr = nullptr;
     int flag = 0;
     PMPI_Comm_get_attr(comm, keyval(), &attr, &flag);
+    if (!flag && !blocking) return *why = kNotMet, nullptr;
     c = flag ? static_cast<Comm*>(attr) : create(comm);
     last_mpi = comm, last = c, last_gen = gen;
   }
@@ -233,6 +239,7 @@ void shutdown() {
     PMPI_Comm_free_keyval(&kv);
     g_keyval.store(MPI_KEYVAL_INVALID);
   }
+  stop_driving_mpi();
 }
 
 }  // namespace coral_mpi
