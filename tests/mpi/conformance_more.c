@@ -372,6 +372,10 @@ void progress_rule(void) {
   /* Round 1 does the same behind a non-blocking all-reduce still running on Coral, which the
    * barrier waits for first. Round 2 on a new communicator, where the all-reduce comes first: a
    * non-blocking call must not wait there for the peers to make Coral's twin of it. */
+  /* A message waiting unreceived at rank 0 meanwhile: a probe for any message finds it and may
+   * return without driving MPI at all, so it must not be the way the interposer drives MPI. */
+  if (g_rank == 1) MPI_Send(&g_rank, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
+  PMPI_Barrier(MPI_COMM_WORLD);
   for (int round = 0; round < 3; ++round) {
     MPI_Comm comm = MPI_COMM_WORLD;
     if (round == 2) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -401,6 +405,12 @@ void progress_rule(void) {
     if (round > 0 && total != (long)g_size * (g_size - 1) / 2 && ++g_failures <= 10)
       printf("FAIL rank %d: all-reduce before the barrier (round %d) gave %ld\n", g_rank, round, total);
     if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
+  }
+  if (g_rank == 0 && g_size > 1) {
+    int from = -1;
+    MPI_Recv(&from, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    ++g_checks;
+    if (from != 1 && ++g_failures <= 10) printf("FAIL rank 0: the early message held %d\n", from);
   }
   free(big);
 }
