@@ -215,6 +215,7 @@ int main(int argc, char** argv) {
   communicators(&types[3], &types[10]);
   requests();
   progress_rule();
+  send_across_barrier();
   pass_through();
   long total[2] = {g_checks, g_failures}, sum[2];
   PMPI_Allreduce(total, sum, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

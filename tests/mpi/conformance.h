@@ -36,6 +36,7 @@ void strided(MPI_Comm comm);
 void communicators(const Type* ints, const Type* doubles);
 void requests(void);
 void progress_rule(void);
+void send_across_barrier(void);
 void pass_through(void);
 
 #endif

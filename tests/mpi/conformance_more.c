@@ -363,17 +363,19 @@ void progress_rule(void) {
     for (int i = 0; i < 16; ++i) bad |= out[i] != (long)g_size * (g_size - 1) / 2 + (long)g_size * i;
     if (bad && ++g_failures <= 10) printf("FAIL rank %d: progress rule (round %d): wrong results\n", g_rank, round);
   }
-  /* A send too large for MPI's eager protocol needs its sender's progress to complete, and the
-   * sender waits in a barrier on Coral for the receiver to get past its blocking receive (as
-   * MPICH's pt2pt/scancel2). */
+}
+
+/* A send too large for MPI's eager protocol needs its sender's progress to complete, and the
+ * sender waits in a barrier on Coral for the receiver to get past its blocking receive (as
+ * MPICH's pt2pt/scancel2). Round 1 does the same behind a non-blocking all-reduce still running
+ * on Coral, which the barrier waits for first. Round 2 on a new communicator, where the
+ * all-reduce comes first: a non-blocking call must not wait there for the peers to make Coral's
+ * twin of it. Meanwhile a message waits unreceived at rank 0: a probe for any message finds it
+ * and may return without driving MPI at all, so that must not be how the interposer drives MPI. */
+void send_across_barrier(void) {
   enum { kBig = 1 << 20 };
   unsigned char* big = malloc(kBig);
   for (int i = 0; i < kBig; ++i) big[i] = (unsigned char)(g_rank == 0 ? i * 7 : 0);
-  /* Round 1 does the same behind a non-blocking all-reduce still running on Coral, which the
-   * barrier waits for first. Round 2 on a new communicator, where the all-reduce comes first: a
-   * non-blocking call must not wait there for the peers to make Coral's twin of it. */
-  /* A message waiting unreceived at rank 0 meanwhile: a probe for any message finds it and may
-   * return without driving MPI at all, so it must not be the way the interposer drives MPI. */
   if (g_rank == 1) MPI_Send(&g_rank, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
   PMPI_Barrier(MPI_COMM_WORLD);
   for (int round = 0; round < 3; ++round) {
