@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
   progress_rule();
   send_across_barrier();
   pass_through();
+  empty_null_buffers();
   long total[2] = {g_checks, g_failures}, sum[2];
   PMPI_Allreduce(total, sum, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) printf("conformance: P=%d checks=%ld failures=%ld\n", g_size, sum[0], sum[1]);

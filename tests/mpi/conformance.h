@@ -38,5 +38,6 @@ void requests(void);
 void progress_rule(void);
 void send_across_barrier(void);
 void pass_through(void);
+void empty_null_buffers(void);
 
 #endif

@@ -25,7 +25,7 @@ const void* in_place_input(Job& job, const Reduction& r, void* rb) {
   const void* in = input(job, r, rb, nullptr);
   if (in != rb) return in;
   std::byte* copy = job.temp(r.bytes);
-  std::memcpy(copy, rb, r.bytes);
+  if (r.bytes) std::memcpy(copy, rb, r.bytes);  // rb may be null when empty (mpi4py passes it)
   return copy;
 }
 
