@@ -77,9 +77,10 @@ if [ "$compat" = 1 ]; then
   # left out: under the preloaded ASan runtime its exit hangs in libp11-kit's destructor, on a
   # glibc locale lock already bad when MPI_Init is entered (only constructors have run).
   if [ -f build-asan-compat/src/compat/mpi/libcoral_mpi_ompi.so ]; then
+    runtimes="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
     for t in "run_conformance.sh ompi" "run_conformance.sh mpich" test_failure.sh run_clients.sh; do
       read -r script abi <<<"$t"
-      if CLIENTS="fortran mpi4py hpcc" LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
+      if CLIENTS="fortran mpi4py hpcc" LD_PRELOAD="$runtimes" \
         ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1:detect_stack_use_after_return=0 \
         bash "tests/mpi/$script" "$PWD/build-asan-compat" $abi; then
         passed=$((passed + 1))
