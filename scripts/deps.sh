@@ -7,7 +7,8 @@ pkgs=(meson ninja-build pkg-config g++ libfmt-dev libcli11-dev catch2 libhwloc-d
       libibverbs-dev librdmacm-dev openmpi-bin libopenmpi-dev mpich libmpich-dev libbenchmark-dev
       libopenblas-dev zlib1g-dev libgloo-dev nlohmann-json3-dev gnuplot-nox iproute2 python3
       dataset-fashion-mnist libpugixml-dev graphviz iperf3 clang-format
-      python3-torch libtorch-dev pybind11-dev python3-dev python3-mpi4py hpcc lammps gfortran ccache)
+      python3-torch libtorch-dev pybind11-dev python3-dev python3-mpi4py hpcc lammps scalapack-mpi-test gfortran
+      ccache)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

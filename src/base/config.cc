@@ -152,7 +152,7 @@ const std::vector<Knob>& knobs() {
            "MPI collectives the interposer runs on Coral (their non-blocking forms follow); the rest go to MPI."),
       integer("CORAL_MPI_REPORT", "0", 0, 1,
               "1: rank 0 prints at MPI_Finalize how many collective calls Coral handled and how many went to "
-              "MPI (with CORAL_DEBUG=INFO, why, by reason)."),
+              "MPI (with CORAL_DEBUG=INFO, why, by reason); a rank calling MPI_Abort prints its own counts."),
       choice("CORAL_MPI_ABI", "auto", "auto,ompi,mpich",
              "Which interposer coral-mpi preloads; auto: from the launcher's environment, else the program's "
              "libraries."),

@@ -1,4 +1,4 @@
-// Coral failures through MPI's error handling, MPI_Error_string, and MPI_Finalize.
+// Coral failures through MPI's error handling, MPI_Error_string, MPI_Finalize and MPI_Abort.
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -80,4 +80,9 @@ extern "C" int MPI_Error_string(int code, char* string, int* resultlen) {
 extern "C" int MPI_Finalize(void) {
   shutdown();
   return PMPI_Finalize();
+}
+
+extern "C" int MPI_Abort(MPI_Comm comm, int errorcode) {
+  report(true);
+  return PMPI_Abort(comm, errorcode);
 }

@@ -1,4 +1,4 @@
-// The Fortran request calls and MPI_FINALIZE (see fortran.h): handles and statuses converted,
+// The Fortran request calls, MPI_FINALIZE and MPI_ABORT (see fortran.h): handles and statuses converted,
 // then the C entry points, which know Coral's requests.
 #include <vector>
 
@@ -110,3 +110,4 @@ CORAL_FORTRAN(mpi_cancel, MPI_CANCEL, (F * q, F* e), {
   *e = MPI_Cancel(&r);
 })
 CORAL_FORTRAN(mpi_finalize, MPI_FINALIZE, (F * e), *e = MPI_Finalize())
+CORAL_FORTRAN(mpi_abort, MPI_ABORT, (F * c, F* code, F* e), *e = MPI_Abort(coral_mpi::fortran::comm(c), *code))

@@ -68,6 +68,8 @@ void count(Reason r);  // one call handled (kHandled) or passed to MPI
 int fail(MPI_Comm comm, const char* call, coralResult_t result, const std::string& message);
 // Coral's message for a failure on comm just now.
 std::string last_error(const Comm* c);
+// CORAL_MPI_REPORT's line: rank 0's at MPI_Finalize, the calling rank's at MPI_Abort.
+void report(bool at_abort);
 // MPI_Finalize's work before PMPI_Finalize: the report line, then every Coral communicator freed.
 void shutdown();
 // Blocking progress of every pending request on comm (before its Coral communicator goes).

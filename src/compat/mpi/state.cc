@@ -212,21 +212,27 @@ std::string last_error(const Comm* c) {
   return m ? m : "";
 }
 
-void shutdown() {
-  complete_all();
+void report(bool at_abort) {
   const Knobs& k = knobs();
   int world_rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  if (k.report && world_rank == 0) {
-    long passed = 0;
-    for (int r = 0; r < kNumReasons; ++r) passed += g_counts[r + 1].load();
-    std::fprintf(stderr, "coral-mpi: handled %ld collective calls, passed %ld to MPI\n", g_counts[0].load(), passed);
-    if (k.info)
-      for (int r = 0; r < kNumReasons; ++r)
-        if (long n = g_counts[r + 1].load())
-          std::fprintf(stderr, "coral-mpi: passed %ld to MPI: %s\n", n, kReasonNames[r]);
-    std::fflush(stderr);
-  }
+  if (!k.report || (!at_abort && world_rank != 0)) return;
+  long passed = 0;
+  for (int r = 0; r < kNumReasons; ++r) passed += g_counts[r + 1].load();
+  // At MPI_Abort only the calling rank is sure to print before the job is killed: its own counts.
+  const std::string where = at_abort ? " (rank " + std::to_string(world_rank) + ", at MPI_Abort)" : "";
+  std::fprintf(stderr, "coral-mpi: handled %ld collective calls, passed %ld to MPI%s\n", g_counts[0].load(), passed,
+               where.c_str());
+  if (k.info)
+    for (int r = 0; r < kNumReasons; ++r)
+      if (long n = g_counts[r + 1].load())
+        std::fprintf(stderr, "coral-mpi: passed %ld to MPI: %s\n", n, kReasonNames[r]);
+  std::fflush(stderr);
+}
+
+void shutdown() {
+  complete_all();
+  report(false);
   std::vector<Comm*> live;
   {
     std::lock_guard<std::mutex> lock(g_mu);
