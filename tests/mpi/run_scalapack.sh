@@ -14,12 +14,14 @@ build=$(cd "$1" && pwd)
 wrap=$build/src/compat/mpi/coral-mpi
 tests_root=/usr/lib/x86_64-linux-gnu/scalapack
 abis=${SCALAPACK_ABIS:-ompi}
-# Left out of "all": xcheevr and xzheevr. Under Open MPI both fail 132 of their 137 checks
-# ("IL, IU, VL or VU altered by PCHEEVR") with any preloaded MPI_Allreduce that takes a stack
-# frame, even one that only calls PMPI_Allreduce; built as a bare jump to PMPI_Allreduce, the same
-# pass-through passes. So the program reads stack memory it never wrote (its real-type twins,
-# xssyevr and xdsyevr, pass). Not in the default list: xsllt and xdllt, which hang under Open MPI
-# alone about one run in two (timed out at 60 s after passing in 1 s).
+# Left out, also of "all":
+# - xcheevr and xzheevr. Under Open MPI both fail 132 of their 137 checks ("IL, IU, VL or VU
+#   altered by PCHEEVR") with any preloaded MPI_Allreduce that takes a stack frame, even one that
+#   only calls PMPI_Allreduce; built as a bare jump to PMPI_Allreduce, the same pass-through
+#   passes. So the program reads stack memory it never wrote (its real-type twins pass).
+# - xsllt and xdllt, which hang under Open MPI alone in most runs (3 of 4 at 30 s, passing in 1 s
+#   otherwise), as often under coral-mpi: the ranks end up in different collectives (in PDPORFS,
+#   two in PDPOTRS's argument check, one in PDLACON's sum, one in its broadcast).
 list=${SCALAPACK_TESTS:-xCbtest xFbtest dpb1tst dpb2tst dpb3tst zpb3tst xdlu xzlu xddblu xddtlu xdgblu
   xdpbllt xdptllt xdinv xdqr xzqr xdls xdbrd xdhrd xdtrd xdsvd xdsep xzsep xdgsep xdnep xzevc xdsyevr
   xdhseqr}
@@ -51,7 +53,7 @@ for abi in $abis; do
     continue
   }
   progs=$list
-  [ "$list" = all ] && progs=$(cd "$dir" && ls x* PBLAS/*tst 2>/dev/null | xargs -n1 basename | grep -vxE 'xcheevr|xzheevr')
+  [ "$list" = all ] && progs=$(cd "$dir" && ls x* PBLAS/*tst 2>/dev/null | xargs -n1 basename | grep -vxE 'xcheevr|xzheevr|xsllt|xdllt')
   run_dir=$work/$abi
   mkdir -p "$run_dir"
   cp /usr/share/scalapack/*.dat /usr/share/scalapack/BLACS/*.dat /usr/share/scalapack/PBLAS/*.dat "$run_dir"/
