@@ -6,7 +6,7 @@
 # Under coral-mpi each must pass the very checks it passes without it, and Coral must have
 # handled some of its collective calls.
 # Usage: run_scalapack.sh BUILD_DIR. SCALAPACK_TESTS: the programs to run (default below: one
-# per family; "all" runs every one Debian ships, bar two below); SCALAPACK_ABIS: ompi (default)
+# per family; "all" runs every one Debian ships, bar four below); SCALAPACK_ABIS: ompi (default)
 # and/or mpich. MPICH's build is left out by default: with 4 ranks on this machine's 2 cores its
 # busy-polling makes each program take minutes (the BLACS tester 90-114 s plainly).
 set -u
