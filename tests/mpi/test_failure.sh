@@ -30,7 +30,7 @@ for abi in ompi mpich; do
   for how in kill stop; do
     ran=$((ran + 1))
     start=$(date +%s%N)
-    CORAL_TIMEOUT=3 timeout 60 "${run[@]}" "$build/src/compat/mpi/coral-mpi" "$work/failure_$abi" $how \
+    CORAL_MPI_REPORT=1 CORAL_TIMEOUT=3 timeout 60 "${run[@]}" "$build/src/compat/mpi/coral-mpi" "$work/failure_$abi" $how \
       >"$work/out" 2>&1
     rc=$?
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
@@ -55,6 +55,12 @@ for abi in ompi mpich; do
       fails=$((fails + 1))
     elif [ $how = kill ] && [ $abi = ompi ] && ! echo "$msg" | grep -q 'rank 2'; then
       echo "FAIL: $abi $how: the message does not name rank 2: $msg"
+      fails=$((fails + 1))
+    fi
+    # The failing rank aborts the job, so its counts come with its message (MPICH's launcher may
+    # drop a dying rank's last lines, as it drops the error line after a kill).
+    if [ $how = stop ] && [ $abi = ompi ] && ! grep -q 'passed [0-9]* to MPI (rank [0-9]*, at MPI_Abort)' "$work/out"; then
+      echo "FAIL: $abi $how: no CORAL_MPI_REPORT line from the rank that aborted"
       fails=$((fails + 1))
     fi
     echo "$abi $how: ended in ${ms} ms (status $rc): ${msg:-(the launcher ended the job first)}"

@@ -53,6 +53,7 @@ int fail(MPI_Comm comm, const char* call, coralResult_t result, const std::strin
   if (fatal(comm)) {
     std::fprintf(stderr, "coral-mpi: rank %d: %s\n", rank, text.c_str());
     std::fflush(stderr);
+    report(true);  // the job ends here, not in MPI_Finalize: this rank's counts are the last word
     PMPI_Abort(comm, cls);
   }
   PMPI_Comm_call_errhandler(comm, cls);
