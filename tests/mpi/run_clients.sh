@@ -16,12 +16,8 @@ trap 'rm -rf "$work"' EXIT
 wrap=$build/src/compat/mpi/coral-mpi
 fails=0 ran=0
 
-launcher() {
-  case $1 in
-    ompi) echo "mpirun.openmpi --allow-run-as-root --oversubscribe -np" ;;
-    mpich) echo "mpirun.mpich -np" ;;
-  esac
-}
+source "$src/abi.sh"
+launcher() { mpi_tools "$1" && echo "${mpi_run[*]}"; }
 
 # run NAME ABI P MODE SUMMARY_REGEX COMMAND...: one job; checks status, summary line and report.
 run() {

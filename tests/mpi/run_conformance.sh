@@ -10,11 +10,9 @@
 set -u
 build=$1 abi=$2 full=${3:-}
 src=$(cd "$(dirname "$0")" && pwd)
-case $abi in
-  ompi) cc=mpicc.openmpi; run=(mpirun.openmpi --allow-run-as-root --oversubscribe -np) ;;
-  mpich) cc=mpicc.mpich; run=(mpirun.mpich -np) ;;
-  *) echo "usage: $0 BUILD_DIR ompi|mpich"; exit 2 ;;
-esac
+source "$src/abi.sh"
+mpi_tools "$abi" || { echo "usage: $0 BUILD_DIR ompi|mpich"; exit 2; }
+cc=$mpi_cc run=("${mpi_run[@]}")
 command -v $cc >/dev/null && [ -f "$build/src/compat/mpi/libcoral_mpi_$abi.so" ] || { echo "no $abi: skipped"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -11,6 +11,7 @@
 # busy-polling makes each program take minutes (the BLACS tester 90-114 s plainly).
 set -u
 build=$(cd "$1" && pwd)
+source "$(dirname "$0")/abi.sh"
 wrap=$build/src/compat/mpi/coral-mpi
 tests_root=/usr/lib/x86_64-linux-gnu/scalapack
 abis=${SCALAPACK_ABIS:-ompi}
@@ -43,11 +44,9 @@ failures() {
 }
 
 for abi in $abis; do
-  case $abi in
-    ompi) dir=$tests_root/openmpi-tests launch="mpirun.openmpi --allow-run-as-root --oversubscribe -np" ;;
-    mpich) dir=$tests_root/mpich-tests launch="mpirun.mpich -np" ;;
-    *) echo "SCALAPACK_ABIS: '$abi' is not ompi or mpich" >&2; exit 2 ;;
-  esac
+  mpi_tools "$abi" || { echo "SCALAPACK_ABIS: '$abi' is not ompi or mpich" >&2; exit 2; }
+  launch=${mpi_run[*]} dir=$tests_root/openmpi-tests
+  [ $abi = mpich ] && dir=$tests_root/mpich-tests
   [ -d "$dir" ] && [ -f "$build/src/compat/mpi/libcoral_mpi_$abi.so" ] && command -v ${launch%% *} >/dev/null || {
     echo "scalapack $abi: no $dir or no coral-mpi for it: not run"
     continue

@@ -9,11 +9,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
 ran=0
+source "$src/abi.sh"
 for abi in ompi mpich; do
-  case $abi in
-    ompi) cc=mpicc.openmpi; run=(mpirun.openmpi --allow-run-as-root --oversubscribe -np 4) ;;
-    mpich) cc=mpicc.mpich; run=(mpirun.mpich -np 4) ;;
-  esac
+  mpi_tools $abi
+  cc=$mpi_cc run=("${mpi_run[@]}" 4)
   [ -f "$build/src/compat/mpi/libcoral_mpi_$abi.so" ] && command -v $cc >/dev/null || continue
   $cc -O1 -o "$work/failure_$abi" "$src/failure.c" || { echo "FAIL: $cc failure.c"; exit 1; }
   # MPI_ERRORS_RETURN: the failing call returns MPI_ERR_OTHER and MPI_Error_string gives Coral's words.

@@ -22,8 +22,9 @@ check() {  # check NAME EXPECTED-REGEX COMMAND...: the output must match
   fi
 }
 [ -x "$cm" ] || { echo "coral-mpi not built: skipped"; exit 77; }
-ompi=(mpirun.openmpi --allow-run-as-root --oversubscribe -np 3)
-mpich=(mpirun.mpich -np 3)
+source "$src/abi.sh"
+mpi_tools ompi && ompi=("${mpi_run[@]}" 3)
+mpi_tools mpich && mpich=("${mpi_run[@]}" 3)
 have_ompi=0 have_mpich=0
 [ -f "$build/src/compat/mpi/libcoral_mpi_ompi.so" ] && mpicc.openmpi -o "$work/app_ompi" "$src/launcher.c" && have_ompi=1
 [ -f "$build/src/compat/mpi/libcoral_mpi_mpich.so" ] && mpicc.mpich -o "$work/app_mpich" "$src/launcher.c" && have_mpich=1
