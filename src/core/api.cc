@@ -1,5 +1,6 @@
 // The C API's calls on communicators (creation is in api_init.cc, device helpers in
 // api_device.cc); the one guard (guard.h) turns exceptions into coralResult_t + a message.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -220,8 +221,11 @@ coralResult_t coralCommQuery(coralComm_t comm, coralQuery_t query, const coralQu
       if (!coral::kernels::op_fits(args->datatype, args->op))
         fail(coralInvalidArgument, fmt::format("args->op {} is not a coralRedOp_t for datatype {}",
                                                static_cast<int>(args->op), coral::kernels::dtype_name(args->datatype)));
-      coral::Call call = coral::make_call(colls[args->collective], nullptr, nullptr, args->count, args->datatype,
-                                          args->op, args->root);
+      const Coll coll = colls[args->collective];
+      if (coll == Coll::Broadcast || coll == Coll::Reduce || coll == Coll::Gather || coll == Coll::Scatter)
+        coral::capi::check_root(c, args->root, "args->root");
+      coral::capi::check_bytes(args->count, args->datatype, static_cast<size_t>(c.nranks()));
+      coral::Call call = coral::make_call(coll, nullptr, nullptr, args->count, args->datatype, args->op, args->root);
       if (query == coralQueryEstimateUs) {
         out = fmt::format("{:.3f}", c.estimate_us(call.args, args->device != 0));
       } else {
@@ -248,12 +252,14 @@ namespace {
 
 // coralTest, after waiting up to `wait_us` for the request to finish.
 coralResult_t test_after(const char* name, coralRequest_t request, long wait_us, int* done) {
-  coralComm* comm = request ? request->comm : nullptr;
+  coralComm* comm = request ? request->comm() : nullptr;
   coralResult_t rc = coralSuccess;
   coralResult_t g = guard(comm, name, [&] {
     if (!request || !done) fail(coralInvalidArgument, "request or done is NULL");
     if (wait_us < 0) fail(coralInvalidArgument, fmt::format("timeout_us is {}", wait_us));
-    if (wait_us > 0) request->req->wait_done_for(std::chrono::microseconds(wait_us));
+    // A year stands for "for ever": a longer wait overflows the clock's arithmetic and returns at once.
+    constexpr long kYearUs = 365L * 24 * 3600 * 1000000;
+    if (wait_us > 0) request->req->wait_done_for(std::chrono::microseconds(std::min(wait_us, kYearUs)));
     std::unique_lock<std::mutex> lock(request->req->mu);
     *done = request->req->done ? 1 : 0;
     if (!*done) return;
@@ -280,7 +286,7 @@ coralResult_t coralSetWaitHook(coralWaitHook_t fn, void* arg) {
 }
 
 coralResult_t coralWait(coralRequest_t request) {
-  coralComm* comm = request ? request->comm : nullptr;
+  coralComm* comm = request ? request->comm() : nullptr;
   return guard(comm, "coralWait", [&] {
     if (!request) fail(coralInvalidArgument, "request is NULL");
     coralResult_t rc;
@@ -313,7 +319,7 @@ coralResult_t coralWaitAny(int count, coralRequest_t* requests, int* index) {
   });
   if (!done) return g;
   // Its failure is reported as its communicator's last error, as coralWait does.
-  return guard(done->comm, "coralWaitAny", [&] {
+  return guard(done->comm(), "coralWaitAny", [&] {
     coralResult_t rc;
     std::string err;
     {

@@ -118,6 +118,25 @@ Call validated(coralComm* comm, Coll coll, const void* s, void* r, size_t n, cor
   made.args.in_place = n && (coll == Coll::ReduceScatter ? r == static_cast<const std::byte*>(s) + block
                              : coll == Coll::AllGather   ? s == static_cast<const std::byte*>(r) + block
                                                          : s == r);
+  const size_t p = static_cast<size_t>(c.nranks());
+  const bool me = c.rank() == root;
+  switch (coll) {
+    case Coll::AllReduce:
+      check_apart(s, n, r, n, t, made.args.in_place);
+      break;
+    case Coll::Broadcast:  // only the root has both buffers
+    case Coll::Reduce:
+      if (me) check_apart(s, n, r, n, t, made.args.in_place);
+      break;
+    case Coll::ReduceScatter:
+      check_apart(s, n * p, r, n, t, made.args.in_place);
+      break;
+    case Coll::AllGather:
+      check_apart(s, n, r, n * p, t, made.args.in_place);
+      break;
+    default:  // send and receive have one buffer
+      break;
+  }
   return made;
 }
 
@@ -173,7 +192,7 @@ coralResult_t launch_nb(const char* fn, coralComm* comm, const std::function<Cal
            "non-blocking calls take host buffers; device buffers go through the blocking "
            "calls with a stream, which return at once");
     host_scalar_now(call, nullptr, -1);
-    *req = new coralRequest{c.submit(call), comm};
+    *req = new coralRequest{c.submit(call), comm, comm->alive};
   });
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -16,7 +17,10 @@
 
 struct coralRequest {
   std::shared_ptr<coral::Request> req;
-  coralComm* comm;
+  coralComm* comm_;
+  std::weak_ptr<const bool> alive;
+  // The communicator to record a failure on: none once it has been destroyed.
+  coralComm* comm() const { return alive.expired() ? nullptr : comm_; }
 };
 
 namespace coral::capi {
@@ -49,6 +53,18 @@ inline void check_bytes(size_t count, coralDataType_t t, size_t factor) {
   if (__builtin_mul_overflow(count, kernels::dtype_size(t), &bytes) ||
       __builtin_mul_overflow(bytes, factor ? factor : 1, &bytes) || bytes > static_cast<size_t>(PTRDIFF_MAX))
     fail(coralInvalidArgument, "count " + std::to_string(count) + " overflows the addressable size");
+}
+// Send and receive buffers (in elements of t) lie apart, or in the call's in-place layout:
+// a partial overlap would have the call read data it has already overwritten.
+inline void check_apart(const void* s, size_t s_elems, const void* r, size_t r_elems, coralDataType_t t,
+                        bool in_place) {
+  if (in_place || !s || !r || !s_elems || !r_elems) return;
+  const size_t es = kernels::dtype_size(t);
+  const auto a = reinterpret_cast<uintptr_t>(s), b = reinterpret_cast<uintptr_t>(r);
+  if (a < b + r_elems * es && b < a + s_elems * es)
+    fail(coralInvalidArgument, fmt::format("sendbuff ({} bytes at {}) and recvbuff ({} bytes at {}) overlap, and not "
+                                           "in the call's in-place layout",
+                                           s_elems * es, s, r_elems * es, static_cast<const void*>(r)));
 }
 inline void check_root(const Communicator& c, int root, const char* what) {
   if (root < 0 || root >= c.nranks())

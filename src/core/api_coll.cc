@@ -27,6 +27,7 @@ Call alltoall(Communicator& c, const void* s, void* r, size_t n, coralDataType_t
   check_buf(r, n, "recvbuff");
   Call call = coral::make_call(Coll::AllToAll, s, r, n, t, coralSum, 0);
   call.args.in_place = n && s == r;
+  check_apart(s, n * c.nranks(), r, n * c.nranks(), t, call.args.in_place);
   return call;
 }
 
@@ -69,6 +70,7 @@ Call alltoallv(Communicator& c, const void* s, const size_t* sc, const size_t* s
   Call call = coral::make_call(Coll::AllToAllv, s, r, total, t, coralSum, 0);
   call.args.v = std::move(v);
   call.args.in_place = (send_end || recv_end) && s == r;
+  check_apart(s, send_end, r, recv_end, t, call.args.in_place);
   return call;
 }
 
@@ -81,6 +83,7 @@ Call gather(Communicator& c, const void* s, void* r, size_t n, coralDataType_t t
   if (me) check_buf(r, n, "recvbuff");
   Call call = coral::make_call(Coll::Gather, s, r, n, t, coralSum, root);
   call.args.in_place = me && n && s == at(r, n * root, t);
+  if (me) check_apart(s, n, r, n * c.nranks(), t, call.args.in_place);
   return call;
 }
 
@@ -93,6 +96,7 @@ Call scatter(Communicator& c, const void* s, void* r, size_t n, coralDataType_t 
   check_buf(r, n, "recvbuff");
   Call call = coral::make_call(Coll::Scatter, s, r, n, t, coralSum, root);
   call.args.in_place = me && n && r == at(s, n * root, t);
+  if (me) check_apart(s, n * c.nranks(), r, n, t, call.args.in_place);
   return call;
 }
 
@@ -112,6 +116,7 @@ Call allgatherv(Communicator& c, const void* s, size_t sendcount, void* r, const
   Call call = coral::make_call(Coll::AllGatherv, s, r, sendcount, t, coralSum, 0);
   call.args.v = std::move(v);
   call.args.in_place = sendcount && s == at(r, displs[c.rank()], t);
+  check_apart(s, sendcount, r, end, t, call.args.in_place);
   return call;
 }
 
@@ -129,6 +134,7 @@ Call reducescatterv(Communicator& c, const void* s, void* r, const size_t* rc, c
   v->recv_counts.assign(rc, rc + c.nranks());
   call.args.v = std::move(v);
   call.args.in_place = rc[c.rank()] && r == at(s, mine, t);
+  check_apart(s, total, r, rc[c.rank()], t, call.args.in_place);
   return call;
 }
 

@@ -135,19 +135,33 @@ std::string op_label(uint32_t kind, uint64_t number) {
   return fmt::format("{} #{}", collectives::coll_name(coll_of(kind)), number);
 }
 
-std::string op_detail(const FlightStatus& s) {
+namespace {
+
+// "float sum, 4 MiB"; nothing for a barrier.
+std::string args_text(const FlightStatus& s) {
   const auto dtype = static_cast<coralDataType_t>((s.kind >> 8) & 0xff);
   const auto op = static_cast<coralRedOp_t>((s.kind >> 16) & 0xff);
   const collectives::Coll c = coll_of(s.kind);
-  if (s.kind & kFlightBatch) return fmt::format("point-to-point #{} ({} sends and receives)", s.number, s.count);
-  std::string what = op_label(s.kind, s.number) + " (";
+  if (c == collectives::Coll::Barrier) return "";
+  const std::string size = size_text(s.count * kernels::dtype_size(dtype));
   if (c == collectives::Coll::AllReduce || c == collectives::Coll::Reduce || c == collectives::Coll::ReduceScatter)
-    what += fmt::format("{} {}, ", kernels::dtype_name(dtype), kernels::op_name(op));
-  else if (c != collectives::Coll::Barrier)
-    what += fmt::format("{}, ", kernels::dtype_name(dtype));
-  if (c != collectives::Coll::Barrier) what += size_text(s.count * kernels::dtype_size(dtype)) + ", ";
-  what += fmt::format("{} step {} of {})", algo_text(s.kind), s.step + 1, s.nsteps);
-  return what;
+    return fmt::format("{} {}, {}", kernels::dtype_name(dtype), kernels::op_name(op), size);
+  return fmt::format("{}, {}", kernels::dtype_name(dtype), size);
+}
+
+}  // namespace
+
+std::string op_detail(const FlightStatus& s) {
+  if (s.kind & kFlightBatch) return fmt::format("point-to-point #{} ({} sends and receives)", s.number, s.count);
+  const std::string args = args_text(s);
+  return fmt::format("{} ({}{} step {} of {})", op_label(s.kind, s.number), args, args.empty() ? "" : ",",
+                     algo_text(s.kind), s.step + 1, s.nsteps);
+}
+
+std::string op_call(const FlightStatus& s) {
+  if (s.kind & kFlightBatch) return fmt::format("point-to-point #{} ({} sends and receives)", s.number, s.count);
+  const std::string args = args_text(s);
+  return args.empty() ? op_label(s.kind, s.number) : fmt::format("{} ({})", op_label(s.kind, s.number), args);
 }
 
 FlightRecorder::FlightRecorder(int rank, int nranks)

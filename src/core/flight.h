@@ -82,6 +82,8 @@ inline bool completes_collective(uint32_t kind) {
 std::string op_label(uint32_t kind, uint64_t number);
 // "allreduce #12 (float sum, 4 MiB, ring step 5 of 12)"
 std::string op_detail(const FlightStatus& s);
+// The same without where it is: "allreduce #12 (float sum, 4 MiB)"
+std::string op_call(const FlightStatus& s);
 
 class FlightRecorder {
  public:
@@ -168,6 +170,10 @@ using BoardReader = std::function<FlightStatus(int rank)>;
 // "waited 3 s for rank 3, which last started allreduce #12 and is in step 4 of it, waiting for
 // rank 2; rank 2 ..." following who waits on whom to the rank that is stuck or behind.
 std::string explain_wait(int me, const FlightStatus& mine, int peer, double waited_s, const BoardReader& board);
+// A peer that has completed the very collective this rank still runs, called with another
+// count, collective, datatype or op: waiting cannot help. Says so ("rank 1 completed allreduce
+// #3 (float sum, 0 B, ...) while this rank ..."), or "" where the two agree.
+std::string disagreement(const FlightStatus& mine, int peer, const FlightStatus& theirs);
 
 // A communicator's view of its ranks' boards, as its monitors use it.
 struct FlightPeers {

@@ -33,6 +33,23 @@ std::string doing(int r, const FlightStatus& s) {
 
 }  // namespace
 
+std::string disagreement(const FlightStatus& mine, int peer, const FlightStatus& theirs) {
+  if (!theirs.known || theirs.state != 2 || mine.state != 1 || theirs.number != mine.number ||
+      !completes_collective(mine.kind) || !completes_collective(theirs.kind))
+    return "";
+  constexpr uint32_t kCall = 0xffffff;  // collective, datatype and op, not the algorithm picked
+  const auto c = static_cast<collectives::Coll>(mine.kind & 0xff);
+  // A v-collective's count is each rank's own.
+  const bool own_counts =
+      c == collectives::Coll::AllGatherv || c == collectives::Coll::ReduceScatterv || c == collectives::Coll::AllToAllv;
+  const bool same_call = (mine.kind & kCall) == (theirs.kind & kCall);
+  if (same_call && (own_counts || mine.count == theirs.count)) return "";
+  return fmt::format("rank {} completed {} while this rank runs {}: the ranks passed different {}", peer,
+                     op_call(theirs), op_call(mine),
+                     same_call ? fmt::format("counts ({} and {} elements)", theirs.count, mine.count)
+                               : "collectives, datatypes or ops");
+}
+
 std::string explain_wait(int me, const FlightStatus& mine, int peer, double waited_s, const BoardReader& board) {
   std::string text = fmt::format("waited {:g} s for ", waited_s);
   std::vector<int> seen{me};
@@ -43,6 +60,13 @@ std::string explain_wait(int me, const FlightStatus& mine, int peer, double wait
     if (hop > 0) text += "; ";
     text += doing(r, s);
     if (!s.known) break;
+    if (hop == 0) {
+      const std::string d = disagreement(mine, r, s);
+      if (!d.empty()) {
+        text += ": " + d;
+        break;
+      }
+    }
     if (s.stopped) {
       text += fmt::format(": rank {} is stopped (SIGSTOP, or a debugger holds it)", r);
       break;

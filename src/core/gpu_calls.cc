@@ -32,7 +32,9 @@ int Communicator::gpu_device() {
 size_t Communicator::device_chunk_bytes() {
   wait_idle();
   std::lock_guard<std::mutex> lock(queue_.mutex());
-  return gpu_ && gpu_->connected ? gpu_->chunk_bytes : 0;
+  // Before the first device call connects the links: the slot size they start from (a query or
+  // a group's estimate may come first, and a chunk of 0 would price one element at a time).
+  return gpu_ && gpu_->connected ? gpu_->chunk_bytes : settings_.cuda_ipc_slot_bytes;
 }
 
 namespace {

@@ -29,6 +29,9 @@ struct coralComm {
   // Gives up the background creation (coralCommAbort before it is done): its waits on the
   // store end at once.
   std::shared_ptr<coral::bootstrap::CancelToken> cancel_init;
+  // Expires with the handle: a request outliving coralCommDestroy must not record its failure
+  // on a communicator that is gone.
+  std::shared_ptr<const bool> alive = std::make_shared<const bool>(true);
   ~coralComm() {
     if (init.joinable()) init.join();
   }

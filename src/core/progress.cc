@@ -237,6 +237,13 @@ void PeerMonitor::check(int peer) {
   if (!why.empty()) fail(coralRemoteError, fmt::format("{} aborted: {}", label(), why));
   why = d->peer_failure(peer);
   if (!why.empty()) fail(coralRemoteError, fmt::format("{}: {} while rank {} waited for it", label(), why, rank_));
+  if (now > publish_at_ && now > peek_at_) {
+    // A long wait on a peer that has finished this very call with other arguments (a count of 0
+    // where this rank passed 4, say: it sent nothing) ends now, not at the timeout.
+    peek_at_ = now + std::chrono::seconds(1);
+    const std::string d = disagreement(flight_.read(rank_), peer, flight_.read(peer));
+    if (!d.empty()) fail(coralInvalidUsage, d);
+  }
   if (now <= deadline_) return;
   if (flight_.publish) flight_.publish();
   const FlightStatus mine = flight_.read(rank_);

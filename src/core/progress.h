@@ -166,7 +166,7 @@ class PeerMonitor : public WaitMonitor {
   transport::Domain* const* domain_of_;
   const std::vector<transport::Domain*>& polled_;
   transport::Domain* cpu_gate_;
-  Clock::time_point deadline_{}, publish_at_{};
+  Clock::time_point deadline_{}, publish_at_{}, peek_at_{};
   double timeout_s_;
   const FlightPeers& flight_;
   const std::function<void()>* usable_;

@@ -99,3 +99,28 @@ TEST_CASE("bad arguments of point-to-point, groups, split, shrink and PreMulSum"
   expect_invalid(coralRedOpDestroy(static_cast<coralRedOp_t>(coralNumOps + 3), comm), comm, "not created");
   coralCommDestroy(comm);
 }
+
+TEST_CASE("buffers that overlap outside the in-place layout are refused; the in-place ones run") {
+  coralComm_t comm = one_rank_comm();
+  float x[16] = {1, 2, 3, 4, 5, 6, 7, 8};
+  const char* overlap = "overlap, and not in the call's in-place layout";
+  expect_invalid(coralAllReduce(x, x + 1, 4, coralFloat32, coralSum, comm, nullptr), comm, overlap);
+  expect_invalid(coralBroadcast(x + 3, x, 4, coralFloat32, 0, comm, nullptr), comm, overlap);
+  expect_invalid(coralReduce(x, x + 2, 4, coralFloat32, coralSum, 0, comm, nullptr), comm, overlap);
+  expect_invalid(coralReduceScatter(x, x + 1, 4, coralFloat32, coralSum, comm, nullptr), comm, overlap);
+  expect_invalid(coralAllGather(x + 1, x, 4, coralFloat32, comm, nullptr), comm, overlap);
+  expect_invalid(coralAllToAll(x, x + 2, 4, coralFloat32, comm, nullptr), comm, overlap);
+  expect_invalid(coralGather(x, x + 1, 4, coralFloat32, 0, comm, nullptr), comm, overlap);
+  expect_invalid(coralScatter(x + 1, x, 4, coralFloat32, 0, comm, nullptr), comm, overlap);
+  const size_t counts[1] = {4}, displs[1] = {0};
+  expect_invalid(coralAllGatherv(x + 1, 4, x, counts, displs, coralFloat32, comm, nullptr), comm, overlap);
+  expect_invalid(coralReduceScatterv(x, x + 1, counts, coralFloat32, coralSum, comm, nullptr), comm, overlap);
+  expect_invalid(coralAllToAllv(x, counts, displs, x + 1, counts, displs, coralFloat32, comm, nullptr), comm, overlap);
+  // Apart, touching end to end, or exactly in place: all run.
+  CHECK(coralAllReduce(x, x + 4, 4, coralFloat32, coralSum, comm, nullptr) == coralSuccess);
+  CHECK(coralAllReduce(x, x, 4, coralFloat32, coralSum, comm, nullptr) == coralSuccess);
+  CHECK(coralAllGather(x, x, 4, coralFloat32, comm, nullptr) == coralSuccess);
+  CHECK(coralReduceScatter(x, x, 4, coralFloat32, coralSum, comm, nullptr) == coralSuccess);
+  CHECK(x[5] == 2);
+  coralCommDestroy(comm);
+}
