@@ -282,6 +282,7 @@ void Communicator::agree_root(const collectives::CollArgs& a, bool background) {
   Call c = make_call(collectives::Coll::AllReduce, mine, all, 2, coralUint32, coralMax, 0);
   {
     Override<bool> agreeing(agreeing_, true);
+    Override<int> checking(root_check_of_, static_cast<int>(a.coll));
     execute(c, background);
   }
   if (all[0] != ~all[1])
@@ -333,6 +334,9 @@ void Communicator::execute(Call& c, bool background, bool device) {
   collectives::Coll tag_coll = a.coll == collectives::Coll::Recv ? collectives::Coll::Send : a.coll;
   const bool p2p = is_p2p(c);
   uint64_t tag = make_tag(tag_coll, p2p ? coralUint8 : a.dtype, p2p ? coralSum : a.op, salt);
+  // A root check's tag names the call it precedes, so that a peer in another call (an
+  // all-reduce, or a broadcast where this rank reduces) is told what this rank runs.
+  if (root_check_of_ >= 0) tag = root_check_tag(static_cast<collectives::Coll>(root_check_of_), tag);
   const collectives::Schedule& s = cached.schedule;
   if (!device && !cached.plan.links) cached.plan = compile(s, host_.links, es);
   // The progress thread polls only briefly before sleeping: the core it would burn belongs to the

@@ -254,8 +254,9 @@ class Communicator {
     collectives::Algo algo = collectives::Algo::Auto;  // the flight recorder names it
   };
   std::map<CacheKey, Cached> cache_;
-  Cached v_cached_;        // the running v-collective's
-  bool agreeing_ = false;  // inside agree(): its all-reduce runs the cost model's pick
+  Cached v_cached_;         // the running v-collective's
+  int root_check_of_ = -1;  // inside agree_root: the rooted collective its all-reduce precedes
+  bool agreeing_ = false;   // inside agree(): its all-reduce runs the cost model's pick
   // The last call's shape and its chunk limit, and what it was given: a cache_ entry
   // (schedule_for() only clears cache_ on a miss, which sets last_ again).
   using CallKey = std::tuple<int, size_t, int, int, int, size_t, bool>;

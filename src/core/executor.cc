@@ -18,7 +18,18 @@ uint64_t make_tag(collectives::Coll coll, coralDataType_t dtype, coralRedOp_t op
          (static_cast<uint64_t>(kernels::op_slot(op)) << 40) | (salt & 0xffffffffffull);
 }
 
+namespace {
+constexpr uint64_t kRootCheckSlot = 0xff;
+}
+
+uint64_t root_check_tag(collectives::Coll coll, uint64_t tag) {
+  return (tag & ~(0xffffull << 40)) | static_cast<uint64_t>(coll) << 48 | kRootCheckSlot << 40;
+}
+
 std::string describe_tag(uint64_t tag) {
+  if (((tag >> 40) & 0xff) == kRootCheckSlot)
+    return fmt::format("{} (its root check)",
+                       collectives::coll_name(static_cast<collectives::Coll>((tag >> 48) & 0xff)));
   auto coll = static_cast<collectives::Coll>(tag >> 56);
   auto dt = static_cast<coralDataType_t>((tag >> 48) & 0xff);
   const int slot = static_cast<int>((tag >> 40) & 0xff);

@@ -62,6 +62,9 @@ struct ExecArgs {
 // Tag layout: collective in bits 56-63, dtype 48-55, op 40-47, a hash of the rest below.
 uint64_t make_tag(collectives::Coll coll, coralDataType_t dtype, coralRedOp_t op, uint64_t salt);
 std::string describe_tag(uint64_t tag);
+// The tag of the root check before rooted call `coll` (broadcast, reduce, gather, scatter),
+// from the tag its all-reduce would have: the op slot no op has, and the call in the dtype's place.
+uint64_t root_check_tag(collectives::Coll coll, uint64_t tag);
 
 void execute(const collectives::Schedule& s, const ExecArgs& x);
 

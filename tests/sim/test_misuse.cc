@@ -127,3 +127,23 @@ TEST_CASE("coralCommQuery: rooted calls check the root, huge counts are priced w
   });
   CHECK(err == "");
 }
+
+TEST_CASE("a broadcast against an all-reduce: each rank's error names the other's call") {
+  // The broadcast starts with its root check, an all-reduce of Coral's own: the error must not
+  // present that as the user's all-reduce.
+  setenv("CORAL_TIMEOUT", "20", 1);
+  std::string messages[2];
+  on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+    float x[4] = {1, 2, 3, 4}, y[4];
+    const coralResult_t rc = rank == 0 ? coralBroadcast(x, y, 4, coralFloat32, 0, comm, nullptr)
+                                       : coralAllReduce(x, y, 4, coralFloat32, coralSum, comm, nullptr);
+    messages[rank] = rc == coralInvalidUsage ? coralGetLastError(comm) : "result " + std::to_string(rc);
+    return "";
+  });
+  INFO(messages[0] + "\n" + messages[1]);
+  CHECK_THAT(messages[0], Catch::Contains("sent data for 'allreduce float sum' while this rank runs 'broadcast (its "
+                                          "root check)'"));
+  CHECK_THAT(messages[1], Catch::Contains("sent data for 'broadcast (its root check)' while this rank runs "
+                                          "'allreduce float sum'"));
+  unsetenv("CORAL_TIMEOUT");
+}
