@@ -154,7 +154,7 @@ std::string args_text(const FlightStatus& s) {
 std::string op_detail(const FlightStatus& s) {
   if (s.kind & kFlightBatch) return fmt::format("point-to-point #{} ({} sends and receives)", s.number, s.count);
   const std::string args = args_text(s);
-  return fmt::format("{} ({}{} step {} of {})", op_label(s.kind, s.number), args, args.empty() ? "" : ",",
+  return fmt::format("{} ({}{}{} step {} of {})", op_label(s.kind, s.number), args, args.empty() ? "" : ", ",
                      algo_text(s.kind), s.step + 1, s.nsteps);
 }
 

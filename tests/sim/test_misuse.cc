@@ -147,3 +147,21 @@ TEST_CASE("a broadcast against an all-reduce: each rank's error names the other'
                                           "'allreduce float sum'"));
   unsetenv("CORAL_TIMEOUT");
 }
+
+TEST_CASE("a timeout names the call with its arguments, algorithm and step") {
+  setenv("CORAL_TIMEOUT", "2", 1);
+  std::string message;
+  on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+    if (rank == 1) {  // alive but absent: rank 0's wait can only time out
+      std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+      return "";
+    }
+    float x[4] = {1, 2, 3, 4}, y[4];
+    const coralResult_t rc = coralAllReduce(x, y, 4, coralFloat32, coralSum, comm, nullptr);
+    message = rc == coralTimeout ? coralGetLastError(comm) : "result " + std::to_string(rc);
+    return "";
+  });
+  CHECK_THAT(message, Catch::Matches(".*allreduce #1 \\(float sum, 16 B, [a-z]+ step [0-9]+ of [0-9]+\\) timed out: "
+                                     "waited 2 s for rank 1.*"));
+  unsetenv("CORAL_TIMEOUT");
+}
