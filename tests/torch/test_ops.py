@@ -194,6 +194,17 @@ def non_contiguous():
             want = ys[RANK].view(4, 6).clone()
             want[:, ::2] = ys[root].view(4, 6)[:, ::2]
             expect(f"broadcast {name(dtype)} strided root={root} (untouched columns too)", big, want, exact=True)
+        if dtype.is_floating_point or dtype.is_complex:
+            # Into a leaf that requires grad (a transposed nn.Parameter), as gloo allows: the copy
+            # back runs outside autograd, on the completion thread too (async, through a future).
+            for asynchronous in (False, True):
+                p = torch.nn.Parameter(xs[RANK].clone().view(3, 4).t())
+                if asynchronous:
+                    dist.broadcast(p, src=0, async_op=True).get_future().wait()
+                else:
+                    dist.broadcast(p, src=0)
+                expect(f"broadcast {name(dtype)} into a transposed Parameter (async {asynchronous})",
+                       p.detach(), xs[0].view(3, 4).t(), exact=True)
         zs = inputs(5, dtype, None, "nca")
         grid = torch.zeros(5, WORLD + 1, dtype=dtype)
         dist.all_gather([grid[:, j] for j in range(WORLD)], zs[RANK].clone())  # columns of grid

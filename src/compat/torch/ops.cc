@@ -356,10 +356,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::recv(Tensors& tensors, int s
   const Elements e = elements_of(buf, "recv");
   void* p = buf.data_ptr();
   coralComm_t c = comm_;
-  return run(OpType::RECV, "recv", tensors, buf,
-             both([=](void* s) { return coralRecv(p, e.count, e.type, src, c, s); },
-                  [=](coralRequest_t* q) { return coralIRecv(p, e.count, e.type, src, c, q); }),
-             copy_back(t, buf));
+  auto work = run(OpType::RECV, "recv", tensors, buf,
+                  both([=](void* s) { return coralRecv(p, e.count, e.type, src, c, s); },
+                       [=](coralRequest_t* q) { return coralIRecv(p, e.count, e.type, src, c, q); }),
+                  copy_back(t, buf));
+  if (auto* w = dynamic_cast<WorkCoral*>(work.get())) w->set_source(src);
+  return work;
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::recvAnysource(Tensors&, int) {

@@ -71,7 +71,8 @@ void* current_stream(const at::Tensor& t) {
 
 // A torch timeout as Coral's whole seconds (at least 1).
 int coral_seconds(std::chrono::milliseconds timeout) {
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
+  // Up: Coral counts whole seconds, and a 2.9 s timeout must not give up at 2.
+  const auto seconds = std::chrono::ceil<std::chrono::seconds>(timeout).count();
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(seconds, INT32_MAX)));
 }
 
@@ -133,6 +134,13 @@ ProcessGroupCoral::~ProcessGroupCoral() {
   // to a Python object it drops. Waiting for it with the GIL held hung a DDP job at teardown.
   std::optional<pybind11::gil_scoped_release> no_gil;
   if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  // A send or receive still pending at teardown has no partner coming (gloo drops them):
+  // waiting for it would last the group's whole timeout (30 minutes by default). After a
+  // moment's grace for one about to match, revoke: it ends here, and on the peer with it.
+  const auto grace = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (p2p_pending_->load() > 0 && std::chrono::steady_clock::now() < grace)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (p2p_pending_->load() > 0) coralCommRevoke(comm_);
   // Every request settles before the communicator goes: the unclaimed ones here, the rest on
   // the completion thread.
   std::deque<std::weak_ptr<OpState>> live;
@@ -238,6 +246,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupCoral::run(::c10d::OpType type, con
   }
   const coralResult_t r = issue(nullptr, &op->request);
   if (r != coralSuccess) fail(what, r);
+  if (type == ::c10d::OpType::SEND || type == ::c10d::OpType::RECV) {
+    op->p2p_pending = p2p_pending_;
+    ++*p2p_pending_;
+  }
   auto work = c10::make_intrusive<WorkCoral>(getRank(), type, profiling_title(what), inputs, outputs, op, completer_);
   // Host operations need no group: Coral's non-blocking calls already progress together.
   if (block) block->works.push_back(work);

@@ -141,7 +141,8 @@ class ProcessGroupCoral : public CORAL_TORCH_BASE {
   std::atomic<uint64_t> monitored_{0};       // monitored barriers so far
   int shrinks_ = 0;                          // groups shrunk from this one
   std::shared_ptr<Completer> completer_;
-  std::shared_ptr<std::atomic<int>> in_coral_ = std::make_shared<std::atomic<int>>(0);  // OpState::in_coral
+  std::shared_ptr<std::atomic<int>> in_coral_ = std::make_shared<std::atomic<int>>(0);     // OpState::in_coral
+  std::shared_ptr<std::atomic<int>> p2p_pending_ = std::make_shared<std::atomic<int>>(0);  // OpState::p2p_pending
   // Requests not yet claimed, oldest first: the teardown settles them before the communicator goes.
   std::mutex live_mu_;
   std::deque<std::weak_ptr<OpState>> live_;

@@ -1,6 +1,7 @@
 #include "compat/torch/work.h"
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -34,8 +35,13 @@ void OpState::end_request() {
         (result == coralTimeout ? " failed: Timed out waiting for the operation: " : " failed: ") +
         coral_error(comm, result)));
   if (waited && in_coral) --*in_coral;  // done with the communicator
+  if (p2p_pending) --*p2p_pending;
+  p2p_pending = nullptr;
   if (!error && finish) {
     try {
+      // The results are data, not a step of the caller's graph: a leaf that requires grad (an
+      // nn.Parameter broadcast into) must take them, on whichever thread settles.
+      c10::NoGradGuard no_grad;
       finish();
     } catch (...) {
       error = std::current_exception();

@@ -42,6 +42,8 @@ struct OpState {
   // The group's count of settles still inside Coral calls on its communicator: the group's
   // teardown waits for them (a watchdog's abort drops the group while a caller still waits).
   std::shared_ptr<std::atomic<int>> in_coral;
+  // A send or receive: the group's count of those not yet ended, which its teardown gives up on.
+  std::shared_ptr<std::atomic<int>> p2p_pending;
 
   std::exception_ptr error;  // how it ended, between the two halves of settle
 
@@ -91,8 +93,12 @@ class WorkCoral : public ::c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   // Marks the work done (error null) or failed; called by OpState::settle.
   void done(std::exception_ptr error) { finish(error); }
+  // A receive's work says whom it received from (Work.source_rank(), as gloo's does).
+  void set_source(int rank) { source_ = rank; }
+  int sourceRank() const override { return source_ >= 0 ? source_ : ::c10d::Work::sourceRank(); }
 
  private:
+  int source_ = -1;
   Tensors outputs_;
   std::shared_ptr<OpState> op_;
   std::shared_ptr<Completer> completer_;
