@@ -25,7 +25,11 @@ Communicator::Rescue::~Rescue() {
 
 std::optional<Communicator::SplitPlan> Communicator::plan_split(int color, int key) {
   std::vector<int64_t> mine{color, key}, all(2 * static_cast<size_t>(nranks_));
-  run(make_call(collectives::Coll::AllGather, mine.data(), all.data(), 2, coralInt64, coralSum, 0));
+  {
+    // Coral's own exchange, not the user's all-gather: the numbers in later errors stay theirs.
+    Override<bool> own(agreeing_, true);
+    run(make_call(collectives::Coll::AllGather, mine.data(), all.data(), 2, coralInt64, coralSum, 0));
+  }
   const uint64_t seq = split_seq_++;
   // Checked after the exchange, so that every rank fails alike rather than leaving the others
   // waiting in it.

@@ -165,3 +165,19 @@ TEST_CASE("a timeout names the call with its arguments, algorithm and step") {
                                      "waited 2 s for rank 1.*"));
   unsetenv("CORAL_TIMEOUT");
 }
+
+TEST_CASE("a split's own exchange does not take a number among the user's collectives") {
+  setenv("CORAL_TIMEOUT", "60", 1);
+  std::string message;
+  on_ranks(2, [&](int rank, coralComm_t comm) -> std::string {
+    coralComm_t half = nullptr;
+    CALL(coralCommSplit(comm, rank, 0, &half));
+    coralCommDestroy(half);
+    float x[4] = {1, 2, 3, 4}, y[4];
+    const coralResult_t rc = coralAllReduce(x, y, rank == 0 ? 4 : 0, coralFloat32, coralSum, comm, nullptr);
+    if (rank == 0) message = rc == coralInvalidUsage ? coralGetLastError(comm) : "result " + std::to_string(rc);
+    return "";
+  });
+  CHECK_THAT(message, Catch::Contains("rank 1 completed allreduce #1 (float sum, 0 B)"));
+  unsetenv("CORAL_TIMEOUT");
+}
