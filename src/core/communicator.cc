@@ -114,6 +114,13 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
     agreed.push_back({knob, knob});
   }
   bootstrap::Exchange exchange(*store_, prefix, rank, timeout);
+  // Two processes that pass the same rank would overwrite each other's record, and the job would
+  // wait for the rank nobody took: the second claim fails here, the first when it reads its own.
+  const std::string claims = prefix + "/claims/" + std::to_string(rank);
+  if (store_->add(claims, 1) > 1)
+    fail(coralInvalidUsage, fmt::format("rank {} of {} is taken by another process already (this is pid {}): each "
+                                        "process must pass its own rank",
+                                        rank, nranks, me.pid));
   exchange.publish("info", mine);
   std::vector<transport::PeerInfo>& peers = peers_;
   peers.resize(nranks);
@@ -121,7 +128,19 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   CPU_ZERO(&host_cpus);
   std::vector<PlaceInput> inputs(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
-    const bootstrap::Record theirs = exchange.read("info", r, mine.what());
+    bootstrap::Record theirs;
+    try {
+      theirs = exchange.read("info", r, mine.what());
+    } catch (const Error& e) {
+      if (e.code() != coralTimeout || store_->add(claims, 0) < 2) throw;
+      fail(coralInvalidUsage, fmt::format("{}; another process took rank {} too, so a rank is missing: each process "
+                                          "must pass its own rank",
+                                          e.what(), rank));
+    }
+    if (r == rank && (theirs.text("pid") != std::to_string(me.pid) || theirs.text("host") != me.host_id))
+      fail(coralInvalidUsage, fmt::format("rank {} is also taken by pid {} on host {}: each process must pass its own "
+                                          "rank",
+                                          rank, theirs.text("pid"), theirs.text("host")));
     if (theirs.text("nranks") != std::to_string(nranks))
       fail(coralInvalidUsage, fmt::format("rank {} was initialised with nranks={} but rank {} with {}", r,
                                           theirs.text("nranks"), rank, nranks));

@@ -9,6 +9,9 @@
 #include <string>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "common/thread_ranks.h"
 
 namespace {
@@ -179,5 +182,48 @@ TEST_CASE("a split's own exchange does not take a number among the user's collec
     return "";
   });
   CHECK_THAT(message, Catch::Contains("rank 1 completed allreduce #1 (float sum, 0 B)"));
+  unsetenv("CORAL_TIMEOUT");
+}
+
+TEST_CASE("two processes passing the same rank are told so, not only that a rank is missing") {
+  // Processes, not threads: a process numbers its communicators, so two threads' would differ.
+  setenv("CORAL_TIMEOUT", "3", 1);
+  coralUniqueId id;
+  REQUIRE(coralGetUniqueId(&id) == coralSuccess);  // its store serves from this process
+  std::string messages[2];
+  pid_t pids[2];
+  int out[2];
+  for (int who = 0; who < 2; ++who) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pids[who] = fork();
+    if (pids[who] == 0) {
+      close(fds[0]);
+      coralComm_t comm = nullptr;
+      const std::string m = coralCommInitRank(&comm, 2, id, 0) == coralSuccess ? "joined" : coralGetLastError(nullptr);
+      (void)!write(fds[1], m.data(), m.size());
+      _exit(0);
+    }
+    close(fds[1]);
+    out[who] = fds[0];
+  }
+  for (int who = 0; who < 2; ++who) {
+    char buf[1024];
+    ssize_t n;
+    while ((n = read(out[who], buf, sizeof buf)) > 0) messages[who].append(buf, static_cast<size_t>(n));
+    close(out[who]);
+    waitpid(pids[who], nullptr, 0);
+  }
+  INFO(messages[0] + "\n" + messages[1]);
+  // One is refused at once (or on reading its own record back); the other waits for rank 1,
+  // then says why nobody came.
+  const char* refusal = "taken by another process already";
+  const bool first_refused =
+      messages[0].find(refusal) != std::string::npos || messages[0].find("is also taken by pid") != std::string::npos;
+  const std::string& refused = first_refused ? messages[0] : messages[1];
+  const std::string& other = first_refused ? messages[1] : messages[0];
+  CHECK_THAT(refused, Catch::Contains(refusal) || Catch::Contains("is also taken by pid"));
+  CHECK_THAT(other, Catch::Contains(refusal) || Catch::Contains("is also taken by pid") ||
+                        Catch::Contains("another process took rank 0 too, so a rank is missing"));
   unsetenv("CORAL_TIMEOUT");
 }
