@@ -13,9 +13,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "bootstrap/tcp_store.h"
@@ -62,6 +64,35 @@ std::string describe(int status) {
   if (WIFSIGNALED(status))
     return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
   return "stopped";
+}
+
+// Whether process pid has a handler for sig (its SigCgt mask in /proc).
+bool catches(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1;
+  return false;
+}
+
+// Asks the processes of group pgid that catch SIGUSR1 (Coral's, once it is loaded) to dump their
+// flight recorders. Those that do not would die of it: a program not using Coral (yet), a shell
+// wrapping the rank.
+void ask_dump(pid_t pgid) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const size_t paren = stat.rfind(')');  // the command name may hold spaces and parens
+    if (paren == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (std::sscanf(stat.c_str() + paren + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3 || pgrp != pgid) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (catches(pid, SIGUSR1)) kill(pid, SIGUSR1);
+  }
 }
 
 int exit_code(int status) {
@@ -199,9 +230,10 @@ int launch(const Options& opt) {
   bool stopping = false;
   auto stop_all = [&](int sig) {
     for (Rank& r : ranks)
-      if (r.running) kill(-r.pid, sig);
+      if (r.running) sig == SIGUSR1 ? ask_dump(r.pid) : void(kill(-r.pid, sig));
   };
   int running = opt.nranks;
+  int received = 0;  // the signal that stopped the job, if one did
   Clock::time_point all_exited{};
   // A table is due (SIGUSR1, a timeout, a rank failing in Coral); with `then_stop`, the job
   // stops once it is printed.
@@ -243,7 +275,10 @@ int launch(const Options& opt) {
           table_at = Clock::now() + std::chrono::seconds(1);
         } else if (si.ssi_signo != SIGCHLD) {  // forward user signals to every rank
           stop_all(static_cast<int>(si.ssi_signo));
-          if (first_failed < 0 && why.empty()) why = std::string("received ") + strsignal(si.ssi_signo);
+          if (first_failed < 0 && why.empty()) {
+            why = std::string("received ") + strsignal(si.ssi_signo);
+            received = static_cast<int>(si.ssi_signo);
+          }
           stopping = true;
           kill_at = Clock::now() + std::chrono::seconds(5);
         }
@@ -279,7 +314,9 @@ int launch(const Options& opt) {
       }
     }
     if (!stopping && opt.timeout_s > 0 && Clock::now() - started > std::chrono::duration<double>(opt.timeout_s)) {
-      why = "timeout after " + std::to_string(static_cast<int>(opt.timeout_s)) + " s";
+      char after[64];
+      std::snprintf(after, sizeof after, "timeout after %g s", opt.timeout_s);
+      why = after;
       stopping = true;
       stop_all(SIGUSR1);
       table_at = Clock::now() + std::chrono::seconds(1);
@@ -297,12 +334,16 @@ int launch(const Options& opt) {
   if (table_at != Clock::time_point{} || (first_failed >= 0 && !table_printed)) print_table();
   if (own_dump_dir) std::filesystem::remove_all(dump_dir);
   if (first_failed >= 0) {
-    std::fprintf(stderr, "coral-run: %s; stopped the other %d rank(s)\n", why.c_str(), opt.nranks - 1);
+    if (opt.nranks > 1)
+      std::fprintf(stderr, "coral-run: %s; stopped the other %d rank(s)\n", why.c_str(), opt.nranks - 1);
+    else
+      std::fprintf(stderr, "coral-run: %s\n", why.c_str());
     return exit_code(ranks[first_failed].status);
   }
   if (!why.empty()) {
     std::fprintf(stderr, "coral-run: %s; stopped all %d rank(s)\n", why.c_str(), opt.nranks);
-    return why.rfind("timeout", 0) == 0 ? 124 : 130;
+    // As a shell reports a job a signal ended: 128 + its number (130 for SIGINT, 143 for SIGTERM).
+    return why.rfind("timeout", 0) == 0 ? 124 : received ? 128 + received : 130;
   }
   int rc = 0, finished = 0;
   for (const Rank& r : ranks) {

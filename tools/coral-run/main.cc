@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "base/socket.h"
 #include "tools/coral-run/launcher.h"
 
 int main(int argc, char** argv) {
@@ -48,11 +49,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "coral-run: %s\n", e.what());
     return 2;
   }
+  if (opt.node_rank >= opt.nnodes) {
+    std::fprintf(stderr, "coral-run: --node-rank %d must be below --nnodes %d\n", opt.node_rank, opt.nnodes);
+    return 2;
+  }
   if (opt.nnodes > 1) {
-    if (opt.node_rank >= opt.nnodes) {
-      std::fprintf(stderr, "coral-run: --node-rank %d must be below --nnodes %d\n", opt.node_rank, opt.nnodes);
-      return 2;
-    }
     const char* addr = std::getenv("MASTER_ADDR");
     const char* port = std::getenv("MASTER_PORT");
     const char* root = std::getenv("CORAL_ROOT");
@@ -72,6 +73,17 @@ int main(int argc, char** argv) {
       return 2;
     }
     opt.secret = secret;
+    try {
+      coral::net::resolve(opt.root);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "coral-run: --root '%s': %s\n", opt.root.c_str(), e.what());
+      return 2;
+    }
   }
-  return coral::run::launch(opt);
+  try {
+    return coral::run::launch(opt);
+  } catch (const std::exception& e) {  // setting up the job failed (its store, its sockets)
+    std::fprintf(stderr, "coral-run: %s\n", e.what());
+    return 1;
+  }
 }
