@@ -42,8 +42,9 @@ const std::vector<Knob>& knobs() {
       choice("CORAL_DEBUG", "WARN", "NONE,WARN,INFO,TRACE", "Log level. Lines go to stderr, prefixed host:pid:rank."),
       list("CORAL_DEBUG_SUBSYS", "ALL", "INIT,NET,SHM,COLL,TUNE,BOOT,TOPO,ALL",
            "Comma list of the subsystems that log."),
-      real("CORAL_TIMEOUT", "300", 1e-3, kInf,
-           "Seconds a collective or bootstrap step may wait on a peer before coralTimeout."),
+      real("CORAL_TIMEOUT", "300", 1e-3, 1e9,
+           "Seconds a collective or bootstrap step may wait on a peer before coralTimeout (1e9, 31 years, "
+           "stands for ever)."),
       integer("CORAL_RANK", "-1", -1, 1 << 30, "Rank of this process (set by coral-run)."),
       integer("CORAL_SIZE", "-1", -1, 1 << 30, "Number of ranks (set by coral-run)."),
       integer("CORAL_LOCAL_RANK", "-1", -1, 1 << 30, "Rank among the ranks on this host (set by coral-run)."),
