@@ -25,7 +25,7 @@ unit=(kernels schedules schedules_v schedules_order tuner tuner_coll config stor
       topology_loaders topology_comm
       fuzz_corpus fuzz_corpus_store_wire fuzz_corpus_tcp_frame fuzz_corpus_ibverbs_record
       fuzz_corpus_cuda_ipc_record fuzz_corpus_unique_id fuzz_corpus_algo_string)
-threads=(threads groups split revoke cancel_waits failure shrink registered)
+threads=(threads groups split revoke cancel_waits failure shrink registered misuse)
 procs=(transport_conformance transport_tcp transport_shm coral_run_collectives coral_run_behaviour flight_recorder
        gpu_emulated)
 # Leaks fail the run; UBSan stops at its first report so that it cannot scroll past unseen.

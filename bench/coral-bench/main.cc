@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -323,7 +324,7 @@ std::array<size_t, 3> extents(const Options& o, coralDataType_t t, int rank, int
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   Options o = parse_options(argc, argv);
   // A name the library lacks fails communicator creation, naming it.
   if (o.algo != "auto") setenv("CORAL_ALGO", o.algo.c_str(), 1);
@@ -357,6 +358,7 @@ int main(int argc, char** argv) {
   if (rank == 0) print_header(o, nranks, lines, bound);
 
   std::vector<Row> rows;
+  bool output_failed = false;  // -J or --plot could not be written
   size_t seed = 0;
   for (coralDataType_t t : o.types) {
     const size_t es = exact::size_of(t);
@@ -408,10 +410,13 @@ int main(int argc, char** argv) {
     // What the trials found, in the form that fixes it for later runs without trials.
     const std::string picks = query(coralQueryTrialPicks, args_of(o, 0, coralFloat32, coralSum));
     if (!picks.empty() && !o.csv) std::printf("# Trials' picks as CORAL_ALGO: %s\n", picks.c_str());
-    if (!o.json.empty()) write_json(o, nranks, bound, rows);
+    if (!o.json.empty()) {
+      const std::string err = write_json(o, nranks, bound, rows);
+      if (!err.empty()) std::fprintf(stderr, "coral-bench: -J: %s\n", err.c_str()), output_failed = true;
+    }
     if (!o.plot.empty()) {
-      std::string err = write_plot(o, nranks, bound, rows);
-      if (!err.empty()) std::fprintf(stderr, "coral-bench: --plot: %s\n", err.c_str());
+      const std::string err = write_plot(o, nranks, bound, rows);
+      if (!err.empty()) std::fprintf(stderr, "coral-bench: --plot: %s\n", err.c_str()), output_failed = true;
     }
   }
   size_t wrong = total_wrong(rows);
@@ -420,5 +425,16 @@ int main(int argc, char** argv) {
   check(coralBarrier(g_comm), "barrier");
   coralCommDestroy(g_comm);
   if (g_stream) coralStreamDestroy(g_stream);
-  return wrong ? 1 : 0;
+  return wrong || output_failed ? 1 : 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    // The send, receive and in-place buffers are each as large as -e (times the ranks, for
+    // gathers and all-to-all) on every rank of this host.
+    std::fprintf(stderr, "coral-bench: out of memory for the buffers of the largest size (-e)\n");
+    return 1;
+  }
 }

@@ -134,7 +134,8 @@ Options parse_options(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& err) {
-    std::exit(app.exit(err));
+    // CLI11 prints the message; its codes (104-114) are not the 2 that every bad option gives.
+    std::exit(app.exit(err) == 0 ? 0 : 2);
   }
   o.min_bytes = parse_size("-b", b);
   o.max_bytes = parse_size("-e", e);
@@ -149,6 +150,7 @@ Options parse_options(int argc, char** argv) {
   if (o.check != 0 && o.check != 1) bad("-c must be 0 or 1");
   if (o.average < 0 || o.average > 3) bad("-a must be 0, 1, 2 or 3");
   if (o.timeout_s < 0) bad("-T must not be negative");
+  if (o.timeout_s > 1e9) bad("-T is at most 1e9 seconds (31 years, as CORAL_TIMEOUT)");
   if (o.root < 0) bad("-r must not be negative");
   if (o.local_register != 0 && o.local_register != 1)
     bad("-R must be 0 or 1 (nccl-tests' 2, symmetric registration, has no counterpart here)");
@@ -179,6 +181,11 @@ Options parse_options(int argc, char** argv) {
         "' is not a collective (allreduce reducescatter allgather broadcast reduce alltoall alltoallv gather scatter "
         "allgatherv reducescatterv)");
   if (!reduces(o.coll)) o.ops = {coralSum};
+  for (coralRedOp_t op : o.ops)
+    for (coralDataType_t t : o.types)
+      if ((op == coralBand || op == coralBor || op == coralBxor) && t > coralUint64)
+        bad(std::string("-o ") + op_name(op) +
+            " takes integer types only (int8 uint8 int32 uint32 int64 uint64), not -d " + type_name(t));
   if (skew == "inf" || skew == "infinity") {
     o.skew = INFINITY;
   } else {

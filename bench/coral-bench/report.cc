@@ -1,7 +1,10 @@
 #include "bench/coral-bench/report.h"
 
 #include <fmt/format.h>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -103,7 +106,7 @@ void print_footer(const Options& o, const std::vector<Row>& rows) {
   std::fflush(stdout);
 }
 
-void write_json(const Options& o, int nranks, const Bound& b, const std::vector<Row>& rows) {
+std::string write_json(const Options& o, int nranks, const Bound& b, const std::vector<Row>& rows) {
   using nlohmann::json;
   json j;
   j["collective"] = o.coll_name;
@@ -130,7 +133,10 @@ void write_json(const Options& o, int nranks, const Bound& b, const std::vector<
   }
   j["out_of_bounds"] = total_wrong(rows);
   j["avg_busbw"] = avg_busbw(rows);
-  std::ofstream(o.json) << j.dump(2) << "\n";
+  std::ofstream out(o.json);
+  out << j.dump(2) << "\n";
+  out.close();
+  return out ? "" : "cannot write '" + o.json + "': " + std::strerror(errno);
 }
 
 std::string write_plot(const Options& o, int nranks, const Bound& b, const std::vector<Row>& rows) {
@@ -152,10 +158,14 @@ std::string write_plot(const Options& o, int nranks, const Bound& b, const std::
     if (b.gbps > 0) g << ", " << b.gbps << " with lines dashtype 2 lw 2 title 'bound (" << b.what << ")'";
     g << "\n";
   }
-  int rc = std::system(("gnuplot '" + script + "' 2>&1").c_str());
+  const bool written = std::ifstream(script).good() && std::ifstream(data).good();
+  const bool have = written && std::system("command -v gnuplot >/dev/null 2>&1") == 0;
+  int rc = have ? std::system(("gnuplot '" + script + "' 2>&1").c_str()) : -1;
   std::remove(script.c_str());
   std::remove(data.c_str());
-  return rc == 0 ? "" : "gnuplot failed (is gnuplot installed?)";
+  if (!written) return "cannot write next to '" + o.plot + "' (its data and script go there first)";
+  if (!have) return "gnuplot is not installed";
+  return rc == 0 ? "" : "gnuplot could not make '" + o.plot + "' (exit status " + std::to_string(rc) + ")";
 }
 
 }  // namespace bench

@@ -32,8 +32,8 @@ struct Bound {
 void print_header(const Options& o, int nranks, const std::vector<std::string>& rank_lines, const Bound& b);
 void print_row(const Options& o, const Row& r);
 void print_footer(const Options& o, const std::vector<Row>& rows);
-void write_json(const Options& o, int nranks, const Bound& b, const std::vector<Row>& rows);
-// Returns "" or why the plot could not be made.
+// Each returns "" or why the file could not be written.
+std::string write_json(const Options& o, int nranks, const Bound& b, const std::vector<Row>& rows);
 std::string write_plot(const Options& o, int nranks, const Bound& b, const std::vector<Row>& rows);
 double avg_busbw(const std::vector<Row>& rows);
 size_t total_wrong(const std::vector<Row>& rows);

@@ -120,6 +120,10 @@ check_bad "--skew 'x'" -t alltoallv --skew x
 check_bad "-r 3 is not a rank" -t gather -r 3
 check_bad "unknown algorithm 'magic'" --algo magic
 check_bad "-c must be 0 or 1" -c 7
+check_bad "-o bxor takes integer types only" -o bxor -d float
+check_bad "-T is at most 1e9" -T 1e12
+check_bad "out of memory for the buffers" -b 100000G -e 100000G -n 1 -w 0
+check_bad "-J: cannot write '/nonexistent/r.json'" -b 8 -e 8 -n 1 -w 0 -J /nonexistent/r.json
 # On the public API: linked against libcoral.so, with none of the library's internals inside.
 ldd "$bench" | grep -q 'libcoral\.so' || fail "coral-bench does not link libcoral.so"
 nm -C "$bench" | grep -q 'coral::Communicator\|coral::collectives::' && fail "coral-bench carries library internals"

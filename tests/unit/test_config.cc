@@ -40,10 +40,11 @@ TEST_CASE("values outside a knob's declared range or choices are refused, naming
     const char* value;
     const char* says;
   };
-  for (const Bad& b : {Bad{"CORAL_SHM_NSLOTS", "65", "1 to 64"}, Bad{"CORAL_SHM_SLOT_BYTES", "4100", "multiple of 64"},
-                       Bad{"CORAL_SOCKET_NSOCKS", "0", "1 to 16"}, Bad{"CORAL_TIMEOUT", "0", "0.001 to"}, Bad{"CORAL_TIMEOUT", "inf", "0.001 to"},
-                       Bad{"CORAL_DEBUG", "LOUD", "one of NONE,WARN,INFO,TRACE"},
-                       Bad{"CORAL_DEBUG_SUBSYS", "INIT,NETWORK", "'NETWORK'"}, Bad{"CORAL_KERNEL", "sse", "one of"}}) {
+  for (const Bad& b :
+       {Bad{"CORAL_SHM_NSLOTS", "65", "1 to 64"}, Bad{"CORAL_SHM_SLOT_BYTES", "4100", "multiple of 64"},
+        Bad{"CORAL_SOCKET_NSOCKS", "0", "1 to 16"}, Bad{"CORAL_TIMEOUT", "0", "0.001 to"},
+        Bad{"CORAL_TIMEOUT", "inf", "0.001 to"}, Bad{"CORAL_DEBUG", "LOUD", "one of NONE,WARN,INFO,TRACE"},
+        Bad{"CORAL_DEBUG_SUBSYS", "INIT,NETWORK", "'NETWORK'"}, Bad{"CORAL_KERNEL", "sse", "one of"}}) {
     INFO(b.name << "=" << b.value);
     setenv(b.name, b.value, 1);
     const config::Knob& k = config::knob(b.name);
