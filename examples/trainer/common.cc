@@ -19,7 +19,12 @@ void validate(const Config& cfg) {
   if (cfg.log_every < 1) throw invalid_argument("--log-every must be at least 1");
   if (cfg.elastic && cfg.staleness > 0)
     throw invalid_argument("--elastic cannot be combined with --staleness (in-flight gradients die with a rank)");
-  if (!(cfg.bucket_mb > 0)) throw invalid_argument("--bucket-mb must be positive");
+  if (!(cfg.bucket_mb > 0) || cfg.bucket_mb > 1 << 20)
+    throw invalid_argument("--bucket-mb must be above 0 and at most 1048576 (1 TiB)");
+  if (cfg.max_steps < 0) throw invalid_argument("--steps must be 0 (no limit) or more");
+  if (cfg.checkpoint_every < 0) throw invalid_argument("--checkpoint-every must be 0 (off) or more");
+  if (cfg.optim.warmup < 0) throw invalid_argument("--warmup must be 0 or more steps");
+  if (!(cfg.optim.lr > 0)) throw invalid_argument("--lr must be positive");
   if (cfg.balance_every < 1) throw invalid_argument("--balance-every must be at least 1");
   if (cfg.compress.kind != Compression::None) {
     if (cfg.staleness > 0 || cfg.elastic)

@@ -24,7 +24,7 @@ int64_t parse_count(const std::string& s) {
     v *= 1e9;
   else if (!suffix.empty())
     throw std::invalid_argument("bad suffix");
-  if (!(v >= 1)) throw std::invalid_argument("must be at least 1");
+  if (!(v >= 1) || v > 1e12) throw std::invalid_argument("must be 1 to 1e12");
   return static_cast<int64_t>(v);
 }
 
@@ -59,7 +59,9 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype, "f32 or f64 parameters and gradients")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f64"}));
-  app.add_option("--grad-comm", wire, "gradient precision on the wire: fp32, bf16 or fp16")
+  app.add_option("--grad-comm", wire,
+                 "gradient precision on the wire: the gradients' own (fp32 with --dtype f32, fp64 with f64), "
+                 "or bf16 or fp16")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
   app.add_option("--bucket-mb", cfg.bucket_mb, "gradient bucket size in MiB")->capture_default_str();
@@ -114,12 +116,18 @@ int main(int argc, char** argv) {
     if (cfg.dataset == "digits" && app.count("--epochs") == 0) cfg.epochs = 20;
     cfg.f64 = dtype == "f64";
     cfg.wire = trainer::parse_wire(wire);
+    // fp32 and fp64 name the gradients' own type: a wire wider or narrower than it would be a
+    // conversion the trainer does not make.
+    if (app.count("--grad-comm") && ((wire == "fp32" && cfg.f64) || (wire == "fp64" && !cfg.f64)))
+      throw std::invalid_argument("--grad-comm " + wire + " with --dtype " + dtype + ": the wire carries the " +
+                                  "gradients' own type (--grad-comm " + (cfg.f64 ? "fp64" : "fp32") +
+                                  ") or bf16 or fp16");
     cfg.compress = trainer::parse_compression(compress);
     if (!slow.empty()) cfg.slow = trainer::parse_slow_rank(slow);
     try {
       cfg.synthetic_params = parse_count(params);
     } catch (const std::exception&) {
-      throw std::invalid_argument("--params must be a count such as 25M, not '" + params + "'");
+      throw std::invalid_argument("--params must be a count from 1 to 1e12 such as 25M, not '" + params + "'");
     }
     // One BLAS thread per rank: ranks already fill the cores, and results stay reproducible.
     if (!std::getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);

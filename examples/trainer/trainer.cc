@@ -39,6 +39,9 @@ class Loop {
         balancer_(cfg.balance ? cfg.balance_every : 0) {
     for (int r = 0; r < size_; r++) world_.push_back(r);
     fail_ranks_ = cfg.fail_ranks.empty() ? std::vector<int>{size_ - 1} : cfg.fail_ranks;
+    for (int r : fail_ranks_)
+      if (r < 0 || r >= size_)
+        throw std::invalid_argument(fmt::format("--fail-rank {}: the ranks are 0 to {}", r, size_ - 1));
     if (cfg.slow.rank >= size_)
       throw std::invalid_argument(fmt::format("--slow-rank {}: there are only {} ranks", cfg.slow.rank, size_));
     // One bucket starts only when backward has ended: there is nothing to overlap, and handing

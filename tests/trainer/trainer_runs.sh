@@ -127,6 +127,11 @@ expect_fail "another model" --resume "$ck" --hidden 64 --dtype f64 --batch 60
 expect_fail "global batch 60, not 128" --resume "$ck" --dtype f64
 expect_fail "8-byte parameters" --resume "$ck"
 expect_fail "grad-comm" --grad-comm fp8
+expect_fail "grad-comm fp64 with --dtype f32" --grad-comm fp64
+expect_fail "params must be a count from 1 to 1e12" --dataset synthetic --params 1e20
+expect_fail "bucket-mb must be above 0 and at most" --bucket-mb 1e30
+expect_fail "steps must be 0 (no limit) or more" --steps -1
+expect_fail "fail-rank 7: the ranks are 0 to 1" --fail-at-step 3 --fail-rank 7
 expect_fail "shard-optimizer on cannot be combined with --clip" --shard-optimizer on --clip 1
 expect_fail "shard-optimizer on cannot be combined with --staleness" --shard-optimizer on --staleness 1
 
