@@ -359,6 +359,7 @@ int main(void) {
   failures += run_ranks("collectives x dtypes x ops", 3, suite_collectives, -1);
   failures += suite_faults();
   failures += suite_watchdog();
+  failures += suite_semantics();
   printf("nccl suite: failures=%d\n", failures);
   return failures ? 1 : 0;
 }

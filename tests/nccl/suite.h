@@ -37,4 +37,5 @@ extern int g_rank;
 int suite_collectives(int rank, int nranks, ncclUniqueId id);
 int suite_faults(void);
 int suite_watchdog(void);
+int suite_semantics(void);
 #endif

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "shim.h"
@@ -13,7 +16,17 @@ namespace coral_nccl {
 namespace {
 
 thread_local int t_depth = 0;
-thread_local std::vector<ncclComm_t> t_inits;  // blocking creations started in this group
+thread_local ncclResult_t t_group_error = ncclSuccess;  // see note_group_error
+thread_local std::vector<ncclComm_t> t_inits;           // blocking creations started in this group
+// Splits and shrinks started in this group, each on its thread (group_make_child).
+struct Child {
+  ncclComm_t parent, comm;
+  std::thread thread;
+  coralResult_t result = coralSuccess;
+  coralComm_t made = nullptr;
+  std::string error;
+};
+thread_local std::vector<std::unique_ptr<Child>> t_children;
 // The communicators this thread's open group has calls on: counted inside until its outermost
 // end, which runs them (so an abort from another thread waits for that too).
 thread_local std::vector<ncclComm_t> t_held;
@@ -40,6 +53,30 @@ coralRedOp_t op(ncclRedOp_t o) { return static_cast<coralRedOp_t>(o); }
   hold(comm);                                                              \
   const OnDevice on_device(comm);
 
+// At the outermost end of a group, before its calls run (they may be on the parents): the
+// children the group's splits and shrinks made. The first failure among them, after `first`.
+ncclResult_t settle_children(ncclResult_t first) {
+  std::vector<std::unique_ptr<Child>> children;
+  children.swap(t_children);
+  for (auto& ch : children) {
+    ch->thread.join();
+    ch->parent->inside.fetch_sub(1);
+    if (ch->result != coralSuccess && ch->result != coralInProgress) {
+      if (first == ncclSuccess)
+        first = fail(ch->result == coralTimeout ? ncclSystemError : static_cast<ncclResult_t>(ch->result), ch->error);
+      if (ch->made) coralCommAbort(ch->made);
+      continue;
+    }
+    if (ch->comm) {
+      ch->comm->coral = ch->made;
+      learn(ch->comm);
+    } else if (ch->made) {
+      coralCommDestroy(ch->made);  // made where NCCL gives none (a rank that was excluded)
+    }
+  }
+  return first;
+}
+
 // At the outermost end of a group, the communicators it created meet: all their ranks have
 // been started. The first failure among them, after `first`.
 ncclResult_t settle_inits(ncclResult_t first, const char* fn) {
@@ -57,6 +94,11 @@ ncclResult_t settle_inits(ncclResult_t first, const char* fn) {
 
 bool in_group() { return t_depth > 0; }
 
+void note_group_error(ncclResult_t result) {
+  if (t_depth > 0 && t_group_error == ncclSuccess && result != ncclSuccess && result != ncclInProgress)
+    t_group_error = result;
+}
+
 void release_own_hold(ncclComm_t comm) {
   if (auto it = std::find(t_held.begin(), t_held.end(), comm); it != t_held.end()) {
     comm->inside.fetch_sub(1);
@@ -64,6 +106,24 @@ void release_own_hold(ncclComm_t comm) {
   }
 }
 void group_track_init(ncclComm_t comm) { t_inits.push_back(comm); }
+
+void group_make_child(ncclComm_t parent, ncclComm_t child, std::function<coralResult_t(coralComm_t*)> create) {
+  auto ch = std::make_unique<Child>();
+  ch->parent = parent;
+  ch->comm = child;
+  parent->inside.fetch_add(1);  // an abort of the parent waits for the child's creation
+  Child* c = ch.get();
+  ch->thread = std::thread([c, create = std::move(create)] {
+    const OnDevice on_device(c->parent);  // as NCCL: the child is on the parent's GPU
+    c->result = create(&c->made);
+    if (c->result == coralInProgress && c->made) c->result = wait_ready(c->made);
+    if (c->result != coralSuccess) {
+      const char* m = coralGetLastError(c->made);
+      c->error = m && *m ? m : coralGetLastError(nullptr);
+    }
+  });
+  t_children.push_back(std::move(ch));
+}
 
 }  // namespace coral_nccl
 
@@ -139,8 +199,16 @@ ncclResult_t ncclGroupStart() {
 
 ncclResult_t ncclGroupEnd() {
   if (t_depth == 0) return fail(ncclInvalidUsage, "ncclGroupEnd: no ncclGroupStart to end");
-  const ncclResult_t r = from(coralGroupEnd(), nullptr);
-  if (--t_depth > 0) return r;
+  if (t_depth > 1) {
+    --t_depth;
+    return from(coralGroupEnd(), nullptr);
+  }
+  // A call of the group failed its checks: the group is dropped unrun, and its first failure
+  // returned (ncclGetLastError still says what it was).
+  const ncclResult_t failed = settle_children(t_group_error);
+  t_group_error = ncclSuccess;
+  const ncclResult_t r = failed != ncclSuccess ? (coralGroupDiscard(), failed) : from(coralGroupEnd(), nullptr);
+  t_depth = 0;
   release_held();
   return settle_inits(r, "ncclGroupEnd");
 }
@@ -152,6 +220,8 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* info) {
   if (!info) return ncclGroupEnd();  // as NCCL: nothing to simulate into, a plain end
   if (t_depth == 0) return fail(ncclInvalidUsage, "ncclGroupSimulateEnd: no ncclGroupStart to end");
   if (--t_depth > 0) return from(coralGroupDiscard(), nullptr);  // an inner level: only closed
+  t_group_error = ncclSuccess;                                   // the group is dropped unrun anyway
+  const ncclResult_t made = settle_children(ncclSuccess);        // the children come up all the same
   // A caller built against an older nccl.h passes a smaller struct: only its fields are ours.
   const ncclSimInfo_t fresh = NCCL_SIM_INFO_INITIALIZER;
   ncclSimInfo_t sim = fresh;
@@ -164,7 +234,7 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* info) {
   if (size < offsetof(ncclSimInfo_t, version) || sim.magic != fresh.magic)
     r = fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo was not initialized with NCCL_SIM_INFO_INITIALIZER");
   else
-    r = from(coralGroupEstimate(&us), nullptr);
+    r = made != ncclSuccess ? made : from(coralGroupEstimate(&us), nullptr);
   coralGroupDiscard();
   release_held();
   r = settle_inits(r, "ncclGroupSimulateEnd");  // those still come up
@@ -196,6 +266,7 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
 }
 
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  if (!handle) return ncclSuccess;  // as NCCL, whose ncclCommRegister hands out NULL where it skips
   CHECK_COMM("ncclCommDeregister")
   return from(coralCommDeregister(comm->coral, handle), comm->coral);
 }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -12,7 +13,14 @@ namespace coral_nccl {
 
 namespace {
 
-thread_local std::string t_last_error;
+// NCCL keeps one last error for the process: a failure on one thread is what another reads.
+std::mutex g_error_mu;
+std::string g_last_error;
+
+void set_last_error(const std::string& message) {
+  std::lock_guard<std::mutex> lock(g_error_mu);
+  g_last_error = message;
+}
 
 // device: the new communicator's GPU, or -1 for the thread's current one (if it has a GPU).
 ncclComm_t make(coralComm_t c, bool blocking, int device = -1) {
@@ -25,14 +33,18 @@ ncclComm_t make(coralComm_t c, bool blocking, int device = -1) {
   return comm;
 }
 
+}  // namespace
+
 // Rank and size, once Coral's communicator exists (a non-blocking one asks again later).
 void learn(ncclComm_t comm) {
-  if (comm->nranks > 0) return;
+  if (comm->nranks > 0 || !comm->coral) return;
   coralResult_t state = coralSuccess;
   if (coralCommGetAsyncError(comm->coral, &state) != coralSuccess || state != coralSuccess) return;
   coralCommCount(comm->coral, &comm->nranks);
   coralCommUserRank(comm->coral, &comm->rank);
 }
+
+namespace {
 
 ncclResult_t init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config,
                   const char* fn) {
@@ -50,7 +62,11 @@ ncclResult_t init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   std::memcpy(&cid, &id, sizeof cid);
   coralComm_t c = nullptr;
   const coralResult_t r = coralCommInitRankConfig(&c, nranks, cid, rank, &cc);
-  if (r != coralSuccess && r != coralInProgress) return from(r, nullptr);
+  if (r != coralSuccess && r != coralInProgress) {
+    const ncclResult_t e = from(r, nullptr);
+    note_group_error(e);  // inside a group, its end returns it too
+    return e;
+  }
   ncclComm_t comm = make(c, blocking);
   *out = comm;
   if (grouped && blocking) group_track_init(comm);
@@ -88,14 +104,15 @@ coralResult_t wait_ready(coralComm_t c) {
 }
 
 ncclResult_t fail(ncclResult_t result, const std::string& message) {
-  t_last_error = message;
+  set_last_error(message);
+  note_group_error(result);
   return result;
 }
 
 ncclResult_t from(coralResult_t r, coralComm_t comm) {
   if (r == coralSuccess || r == coralInProgress) return static_cast<ncclResult_t>(r);
   const char* m = coralGetLastError(comm);
-  t_last_error = m && *m ? m : coralGetErrorString(r);
+  set_last_error(m && *m ? m : coralGetErrorString(r));
   if (r == coralTimeout) return ncclSystemError;  // NCCL has no timeout code; the message says
   return static_cast<ncclResult_t>(r);
 }
@@ -105,8 +122,58 @@ ncclResult_t usable(ncclComm_t comm, const char* fn) {
   if (comm->revoked) return fail(ncclInvalidUsage, std::string(fn) + ": the communicator was revoked");
   if (comm->aborting) return fail(ncclInvalidUsage, std::string(fn) + ": the communicator is being aborted");
   learn(comm);
+  // A non-blocking creation still under way: NCCL refuses the call (a caller that took
+  // ncclInProgress for "queued" would lose it). Inside a group the group's end waits for it.
+  if (comm->nranks == 0 && !comm->blocking && !in_group()) {
+    coralResult_t state = coralSuccess;
+    if (coralCommGetAsyncError(comm->coral, &state) == coralSuccess && state == coralInProgress)
+      return fail(ncclInvalidArgument, std::string(fn) +
+                                           ": the communicator is still being created: call it once "
+                                           "ncclCommGetAsyncError gives ncclSuccess");
+  }
   return ncclSuccess;
 }
+
+namespace {
+
+// NCCL's checks of the fields that tune its kernels. Fields newer than the nccl.h this library
+// is built against are skipped (if constexpr), and a caller built against an older one passes a
+// smaller struct: only the fields it has (size) are read.
+template <class Config>
+ncclResult_t check_tuning(const Config& in, const char* fn) {
+  const auto has = [&](const void* field) {
+    return static_cast<size_t>(static_cast<const char*>(field) - reinterpret_cast<const char*>(&in)) + sizeof(int) <=
+           in.size;
+  };
+  const auto bad = [&](const char* field, int v) {
+    return fail(ncclInvalidArgument, std::string(fn) + ": config." + field + " = " + std::to_string(v) + " is invalid");
+  };
+  const auto given = [&](const int& v) { return has(&v) && v != NCCL_CONFIG_UNDEF_INT; };
+  const auto not_flag = [&](const int& v) { return given(v) && v != 0 && v != 1; };
+  if (given(in.cgaClusterSize) && in.cgaClusterSize < 0) return bad("cgaClusterSize", in.cgaClusterSize);
+  if (given(in.minCTAs) && in.minCTAs <= 0) return bad("minCTAs", in.minCTAs);
+  if (given(in.maxCTAs) && in.maxCTAs <= 0) return bad("maxCTAs", in.maxCTAs);
+  if (given(in.minCTAs) && given(in.maxCTAs) && in.minCTAs > in.maxCTAs)
+    return fail(ncclInvalidArgument, std::string(fn) + ": config.minCTAs " + std::to_string(in.minCTAs) +
+                                         " is above config.maxCTAs " + std::to_string(in.maxCTAs));
+  if (not_flag(in.splitShare)) return bad("splitShare", in.splitShare);
+  if constexpr (requires { in.collnetEnable; })
+    if (not_flag(in.collnetEnable)) return bad("collnetEnable", in.collnetEnable);
+  if constexpr (requires { in.CTAPolicy; })
+    if (given(in.CTAPolicy) && (in.CTAPolicy < 0 || in.CTAPolicy > 2)) return bad("CTAPolicy", in.CTAPolicy);
+  if constexpr (requires { in.shrinkShare; })
+    if (not_flag(in.shrinkShare)) return bad("shrinkShare", in.shrinkShare);
+  if constexpr (requires { in.nvlsCTAs; })
+    if (given(in.nvlsCTAs) && in.nvlsCTAs <= 0) return bad("nvlsCTAs", in.nvlsCTAs);
+  if constexpr (requires { in.nChannelsPerNetPeer; })
+    if (given(in.nChannelsPerNetPeer) && in.nChannelsPerNetPeer <= 0)
+      return bad("nChannelsPerNetPeer", in.nChannelsPerNetPeer);
+  if constexpr (requires { in.nvlinkCentricSched; })
+    if (not_flag(in.nvlinkCentricSched)) return bad("nvlinkCentricSched", in.nvlinkCentricSched);
+  return ncclSuccess;
+}
+
+}  // namespace
 
 ncclResult_t config_from(const ncclConfig_t* in, coralConfig_t* out, bool* blocking, const char* fn) {
   // NCCL waits on a live peer as long as it takes (torch's watchdog, with its own timeout,
@@ -125,7 +192,9 @@ ncclResult_t config_from(const ncclConfig_t* in, coralConfig_t* out, bool* block
                   std::string(fn) + ": config.blocking must be 0 or 1, not " + std::to_string(in->blocking));
     *blocking = in->blocking == 1;
   }
-  return ncclSuccess;  // the other fields tune NCCL's kernels; Coral has its own tuner
+  // The other fields tune NCCL's kernels (Coral has its own tuner), but their values are checked
+  // as NCCL checks them: a program that passes a bad one must hear it here too.
+  return check_tuning(*in, fn);
 }
 
 }  // namespace coral_nccl
@@ -208,6 +277,13 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   bool blocking = comm->blocking;
   if (ncclResult_t r = config_from(config, &cc, &blocking, "ncclCommSplit"); r != ncclSuccess) return r;
   coralComm_t c = nullptr;
+  if (in_group() && !comm->revoked) {
+    // As NCCL: the child is created at the group's end, together with the group's others.
+    *newcomm = color == NCCL_SPLIT_NOCOLOR ? nullptr : make(nullptr, blocking, comm->device);
+    coralComm_t parent = comm->coral;
+    group_make_child(comm, *newcomm, [=](coralComm_t* out) { return coralCommSplit(parent, color, key, out); });
+    return ncclSuccess;
+  }
   const OnDevice on_device(comm);
   if (!comm->revoked) {
     const coralResult_t r = coralCommSplit(comm->coral, color, key, &c);  // before `c` is read
@@ -246,6 +322,8 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclCom
   if (!comm) return fail(ncclInvalidArgument, "ncclCommShrink: comm is NULL");
   const Inside inside(comm);
   if (comm->aborting) return fail(ncclInvalidUsage, "ncclCommShrink: the communicator is being aborted");
+  if (!exclude || nexclude <= 0)
+    return fail(ncclInvalidArgument, "ncclCommShrink: excludeRanksList must name at least one rank (as NCCL)");
   if (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT)
     return fail(ncclInvalidArgument, "ncclCommShrink: shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT");
   coralConfig_t cc = CORAL_CONFIG_INITIALIZER;
@@ -258,19 +336,32 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclCom
   if (flags == NCCL_SHRINK_ABORT) {
     if (ncclResult_t e = ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); e != ncclSuccess) return e;
   }
+  if (in_group()) {
+    bool excluded = false;  // NCCL: an excluded rank does not call; if it does, it gets no child
+    for (int i = 0; exclude && i < nexclude; ++i) excluded |= exclude[i] == comm->rank;
+    *newcomm = excluded ? nullptr : make(nullptr, blocking, comm->device);
+    coralComm_t parent = comm->coral;
+    std::vector<int> ex(exclude, exclude + (exclude && nexclude > 0 ? nexclude : 0));
+    group_make_child(comm, *newcomm, [=](coralComm_t* out) mutable {
+      return coralCommShrink(parent, ex.data(), static_cast<int>(ex.size()), out);
+    });
+    return ncclSuccess;
+  }
   const coralResult_t r = coralCommShrink(comm->coral, exclude, nexclude, &c);  // before `c` is read
   return adopt(r, c, blocking, comm->device, comm->coral, newcomm);
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  if (!comm) return fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
+  if (!comm) return ncclSuccess;  // as NCCL (a NOCOLOR split's child is torn down alike)
   if (comm->revoked) return fail(ncclInvalidUsage, "ncclCommFinalize: the communicator was revoked");
+  if (comm->finalized.exchange(true)) return fail(ncclInvalidArgument, "ncclCommFinalize: called twice");
   return ncclSuccess;  // ncclCommDestroy waits for this rank's operations
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclSuccess;  // as NCCL
-  const coralResult_t r = coralCommDestroy(comm->coral);
+  // A group's child whose creation failed has no Coral side.
+  const coralResult_t r = comm->coral ? coralCommDestroy(comm->coral) : coralSuccess;
   delete comm;
   return from(r, nullptr);
 }
@@ -283,7 +374,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   // safe beside them; the communicator goes once they have left.
   if (comm->inside.load() > 0) coralCommRevoke(comm->coral);
   while (comm->inside.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const coralResult_t r = coralCommAbort(comm->coral);
+  const coralResult_t r = comm->coral ? coralCommAbort(comm->coral) : coralSuccess;
   delete comm;
   return from(r, nullptr);
 }
@@ -318,11 +409,13 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
   if (!comm || !count) return fail(ncclInvalidArgument, "ncclCommCount: comm or count is NULL");
+  if (ncclResult_t bad = usable(comm, "ncclCommCount"); bad != ncclSuccess) return bad;
   return from(coralCommCount(comm->coral, count), comm->coral);
 }
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   if (!comm || !rank) return fail(ncclInvalidArgument, "ncclCommUserRank: comm or rank is NULL");
+  if (ncclResult_t bad = usable(comm, "ncclCommUserRank"); bad != ncclSuccess) return bad;
   return from(coralCommUserRank(comm->coral, rank), comm->coral);
 }
 
@@ -355,7 +448,12 @@ const char* ncclGetErrorString(ncclResult_t r) {
   }
 }
 
-const char* ncclGetLastError(ncclComm_t) { return t_last_error.c_str(); }
+const char* ncclGetLastError(ncclComm_t) {
+  thread_local std::string copy;  // stays valid while another thread records a newer error
+  std::lock_guard<std::mutex> lock(g_error_mu);
+  copy = g_last_error;
+  return copy.c_str();
+}
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"

@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 // NCCL's communicator: Coral's, plus what NCCL callers ask of it.
@@ -17,6 +18,7 @@ struct ncclComm {
   bool blocking = true;  // config.blocking
   // ncclCommRevoke, maybe from a watchdog thread: only destroy, split and shrink remain.
   std::atomic<bool> revoked{false};
+  std::atomic<bool> finalized{false};  // ncclCommFinalize was called
   // torch's watchdog calls ncclCommAbort from its own thread while another may be in a call on
   // the communicator: abort ends those calls and frees the communicator once they have left.
   std::atomic<int> inside{0};
@@ -25,6 +27,9 @@ struct ncclComm {
 
 namespace coral_nccl {
 
+// Inside a group: its first failure, which the outermost ncclGroupEnd returns (dropping the
+// group's calls), as NCCL does.
+void note_group_error(ncclResult_t result);
 // Records why a call failed (ncclGetLastError) and returns its result.
 ncclResult_t fail(ncclResult_t result, const std::string& message);
 // A Coral result as NCCL's (Coral's codes are NCCL's, but for coralTimeout), with Coral's
@@ -38,6 +43,12 @@ ncclResult_t config_from(const ncclConfig_t* in, coralConfig_t* out, bool* block
 coralResult_t wait_ready(coralComm_t c);
 // In a group: communicators whose creation ncclGroupEnd waits for (blocking ones).
 void group_track_init(ncclComm_t comm);
+// In a group: a split's or shrink's child, made by `create` on a thread of its own from now on
+// (one thread may split several communicators of a job, whose splits must all be under way at
+// once), handed to `child` at the outermost ncclGroupEnd (null child: NCCL_SPLIT_NOCOLOR).
+void group_make_child(ncclComm_t parent, ncclComm_t child, std::function<coralResult_t(coralComm_t*)> create);
+// A communicator whose Coral side now exists: its rank and size (see ncclComm).
+void learn(ncclComm_t comm);
 bool in_group();
 // ncclCommAbort on a thread whose open group has calls on comm: that thread's own hold goes
 // (the abort would otherwise wait for itself).
