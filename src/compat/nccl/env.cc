@@ -49,6 +49,9 @@ __attribute__((constructor)) void map_nccl_env() {
     else
       v = "WARN";  // VERSION and the like: Coral's default
     set_default("CORAL_DEBUG", v);
+  } else {
+    // NCCL unasked says nothing: failures reach the caller as results and ncclGetLastError.
+    set_default("CORAL_DEBUG", "NONE");
   }
   if (const char* s = std::getenv("NCCL_DEBUG_SUBSYS")) set_default("CORAL_DEBUG_SUBSYS", subsystems(s));
   if (const char* s = std::getenv("NCCL_SOCKET_IFNAME")) set_default("CORAL_SOCKET_IFNAME", s);
