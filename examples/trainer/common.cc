@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -46,6 +51,21 @@ void validate(const Config& cfg) {
     throw invalid_argument(fmt::format("--shard-optimizer must be auto, on or off, not '{}'", cfg.shard_optimizer));
   if (cfg.shard_optimizer == "on") (void)use_shards(cfg, 1, true);
   if (cfg.max_staleness < -1) throw invalid_argument("--max-staleness must be 0 or more (or -1: unbounded)");
+}
+
+void check_outputs(const Config& cfg) {
+  const std::pair<const char*, const std::string*> outputs[] = {{"--checkpoint", &cfg.checkpoint},
+                                                                {"--dump-params", &cfg.dump_params},
+                                                                {"--csv", &cfg.csv},
+                                                                {"--plot", &cfg.plot}};
+  for (const auto& [flag, path] : outputs) {
+    if (path->empty()) continue;
+    const std::filesystem::path dir = std::filesystem::path(*path).parent_path();
+    const std::string d = dir.empty() ? "." : dir.string();
+    if (::access(d.c_str(), W_OK) != 0)
+      throw std::invalid_argument(
+          fmt::format("{} '{}': cannot write in '{}' ({})", flag, *path, d, std::strerror(errno)));
+  }
 }
 
 bool use_shards(const Config& cfg, int ranks, bool blocking) {

@@ -15,6 +15,8 @@ namespace trainer {
 
 // Throws std::invalid_argument naming the option when cfg asks for something impossible.
 void validate(const Config& cfg);
+// Rank 0 writes these: a directory it cannot write in fails the run at its start, not its end.
+void check_outputs(const Config& cfg);
 
 Data load_data(const Config& cfg);
 // Layer widths from input to output: --hidden, or the dataset's default model.

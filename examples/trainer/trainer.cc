@@ -39,6 +39,7 @@ class Loop {
         balancer_(cfg.balance ? cfg.balance_every : 0) {
     for (int r = 0; r < size_; r++) world_.push_back(r);
     fail_ranks_ = cfg.fail_ranks.empty() ? std::vector<int>{size_ - 1} : cfg.fail_ranks;
+    if (rank_ == 0) check_outputs(cfg);
     for (int r : fail_ranks_)
       if (r < 0 || r >= size_)
         throw std::invalid_argument(fmt::format("--fail-rank {}: the ranks are 0 to {}", r, size_ - 1));

@@ -103,4 +103,20 @@ echo "$err" | grep -q "expected auto, core or none" || fail "--bind-to socket: $
 "$run" -n 2 2>/dev/null && fail "no program accepted"
 "$run" -n 0 true 2>/dev/null && fail "-n 0 accepted"
 "$run" -n 1 /nonexistent/prog 2>&1 | grep -q "cannot execute" || fail "missing program not reported"
+err=$("$run" -n 2 --bogus true 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$err" | grep -q "unknown option '--bogus'" || fail "--bogus before the program: $rc: $err"
+err=$("$run" -n 2 --node-rank 3 true 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$err" | grep -q "node-rank 3 must be below --nnodes 1" || fail "--node-rank 3 alone: $rc: $err"
+err=$(CORAL_SECRET=$(printf '%064d' 7) "$run" -n 1 --nnodes 2 --root foo true 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$err" | grep -q "root 'foo'" || fail "--root foo: $rc: $err"
+# SIGUSR1 asks the ranks that catch it (Coral's) to dump; it must not kill a rank that does not.
+"$run" -n 2 -- sleep 5 >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -USR1 $pid
+sleep 0.5
+kill -0 $pid 2>/dev/null || fail "SIGUSR1 to coral-run ended a job whose ranks do not catch it"
+kill -TERM $pid
+wait $pid; rc=$?
+[ $rc -eq 143 ] || fail "a job stopped by SIGTERM exited $rc, not 143"
 echo "coral-run behaviour ok"

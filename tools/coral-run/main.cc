@@ -37,6 +37,14 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   opt.command = app.remaining();
+  // The program starts at the first word coral-run does not know: one that looks like an option
+  // is a misspelt one of coral-run's (after --, anything goes).
+  if (!opt.command.empty() && opt.command.front().size() > 1 && opt.command.front()[0] == '-' &&
+      opt.command.front() != "--") {
+    std::fprintf(stderr, "coral-run: unknown option '%s' (put -- before a program whose name starts with -)\n",
+                 opt.command.front().c_str());
+    return 2;
+  }
   if (!opt.command.empty() && opt.command.front() == "--") opt.command.erase(opt.command.begin());
   if (opt.command.empty()) {
     std::fprintf(stderr, "coral-run: no program given\n%s", app.help().c_str());
