@@ -304,7 +304,7 @@ class Communicator {
   std::unique_ptr<FlightRecorder> flight_;
   FlightPeers flight_peers_;
   void start_flight();
-  FlightStatus rank_status(int r);
+  FlightStatus rank_status(int r, bool local_only = false);
   // An operation ended: the recorder notes it; a failure dumps it (CORAL_DUMP_ON_TIMEOUT).
   void end_flight(coralResult_t rc, bool published, const std::string& why);
   uint64_t batch_seq_ = 0;

@@ -180,6 +180,7 @@ struct FlightPeers {
   FlightRecorder* recorder = nullptr;
   BoardReader read;               // any rank's status, this one's included
   std::function<void()> publish;  // copies this rank's status to the store; null on one host
+  BoardReader read_local;         // the same where it costs a memory read (this host); else unknown
 };
 
 // SIGUSR1 dumps every live recorder of the process (to CORAL_DUMP_ON_TIMEOUT's file, else

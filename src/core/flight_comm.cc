@@ -18,6 +18,7 @@ void Communicator::start_flight() {
     }
   flight_peers_.recorder = flight_.get();
   flight_peers_.read = [this](int r) { return rank_status(r); };
+  flight_peers_.read_local = [this](int r) { return rank_status(r, true); };
   // Every rank of this host as seen from here, this one's included: a rank that is stopped or
   // idle publishes nothing itself, but its local peers see its board and the kernel's word.
   // Through the shared store, not this communicator's cancellable view: the records explain a
@@ -33,12 +34,12 @@ void Communicator::start_flight() {
     };
 }
 
-FlightStatus Communicator::rank_status(int r) {
+FlightStatus Communicator::rank_status(int r, bool local_only) {
   if (r == rank_) return FlightStatus::read(flight_->board());
   if (r < 0 || r >= nranks_) return {};
   if (transport::Domain* d = host_.domain_of[r])
     if (const void* b = d->peer_board(r)) return FlightStatus::read(*static_cast<const FlightBoard*>(b));
-  if (!flight_peers_.publish || host_index_[r] == host_index_[rank_]) return {};
+  if (local_only || !flight_peers_.publish || host_index_[r] == host_index_[rank_]) return {};
   try {
     return FlightStatus::from_bytes(bootstrap::to_string(
         shared_store_->get(fmt::format("{}/flight/{}", prefix_, r), std::chrono::milliseconds(200))));

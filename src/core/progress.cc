@@ -237,11 +237,12 @@ void PeerMonitor::check(int peer) {
   if (!why.empty()) fail(coralRemoteError, fmt::format("{} aborted: {}", label(), why));
   why = d->peer_failure(peer);
   if (!why.empty()) fail(coralRemoteError, fmt::format("{}: {} while rank {} waited for it", label(), why, rank_));
-  if (now > publish_at_ && now > peek_at_) {
+  if (flight_.read_local && now > publish_at_ && now > peek_at_) {
     // A long wait on a peer that has finished this very call with other arguments (a count of 0
-    // where this rank passed 4, say: it sent nothing) ends now, not at the timeout.
+    // where this rank passed 4, say: it sent nothing) ends now, not at the timeout. Only a peer
+    // on this host is looked at: another's board is a store read, which would stall the wait.
     peek_at_ = now + std::chrono::seconds(1);
-    const std::string d = disagreement(flight_.read(rank_), peer, flight_.read(peer));
+    const std::string d = disagreement(flight_.read_local(rank_), peer, flight_.read_local(peer));
     if (!d.empty()) fail(coralInvalidUsage, d);
   }
   if (now <= deadline_) return;
