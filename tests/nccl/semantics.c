@@ -105,6 +105,8 @@ static int edges(void) {
   ncclConfig_t flags = NCCL_CONFIG_INITIALIZER;
   flags.splitShare = 2;
   EXPECT(ncclCommInitRankConfig(&comm, 1, id, 0, &flags) == ncclInvalidArgument, "config.splitShare 2 accepted");
+  ncclUniqueId ids[2] = {id, id};
+  EXPECT(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, NULL) == ncclInvalidArgument, "nId 2 above nranks 1");
   EXPECT(ncclCommInitRank(&comm, 1, id, 0) == ncclSuccess, "ncclCommInitRank: %s", ncclGetLastError(NULL));
   EXPECT(ncclCommDeregister(comm, NULL) == ncclSuccess, "ncclCommDeregister(comm, NULL)");
   EXPECT(ncclCommShrink(comm, NULL, 0, &small, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidArgument,

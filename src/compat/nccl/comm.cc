@@ -228,6 +228,9 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int nId, ncclUniqueId* ids,
                                       ncclConfig_t* config) {
   if (nId < 1 || !ids) return fail(ncclInvalidArgument, "ncclCommInitRankScalable: needs nId >= 1 unique ids");
+  if (nId > nranks)
+    return fail(ncclInvalidArgument, "ncclCommInitRankScalable: nId " + std::to_string(nId) + " is above nranks " +
+                                         std::to_string(nranks) + " (as NCCL, at most one id per rank)");
   // Coral's rendezvous is one store; every rank was handed the same list, so the first serves.
   return init(comm, nranks, ids[0], rank, config, "ncclCommInitRankScalable");
 }
