@@ -1,9 +1,11 @@
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -35,7 +37,7 @@ constexpr auto kIdleLinger = std::chrono::seconds(5);
 
 struct TcpStoreServer::Impl {
   int listen_fd = -1;
-  int wake[2] = {-1, -1};
+  int wake = -1;  // an eventfd: stop() ends the loop (one descriptor, where a pipe takes two)
   wire::Secret secret;
   bool exit_when_idle;
   std::chrono::milliseconds idle_timeout;
@@ -177,7 +179,7 @@ struct TcpStoreServer::Impl {
     auto started = net::Clock::now(), idle_since = started;
     while (true) {
       std::vector<pollfd> fds;
-      fds.push_back({wake[0], POLLIN, 0});
+      fds.push_back({wake, POLLIN, 0});
       fds.push_back({listen_fd, POLLIN, 0});
       for (Client& c : clients) fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
       int rc = poll(fds.data(), fds.size(), 200);
@@ -225,7 +227,8 @@ TcpStoreServer::TcpStoreServer(int listen_fd, const wire::Secret& secret, bool e
     : impl_(new Impl) {
   impl_->listen_fd = listen_fd;
   net::set_nonblocking(impl_->listen_fd, true);
-  if (pipe2(impl_->wake, O_CLOEXEC) != 0) fail_errno("pipe", errno);
+  impl_->wake = eventfd(0, EFD_CLOEXEC);
+  if (impl_->wake < 0) fail_errno("eventfd", errno);
   impl_->secret = secret;
   impl_->exit_when_idle = exit_when_idle;
   impl_->idle_timeout = idle_timeout;
@@ -236,8 +239,8 @@ TcpStoreServer::TcpStoreServer(int listen_fd, const wire::Secret& secret, bool e
 
 void TcpStoreServer::stop() {
   if (thread_.joinable()) {
-    char b = 1;
-    (void)!write(impl_->wake[1], &b, 1);
+    const uint64_t one = 1;
+    (void)!write(impl_->wake, &one, sizeof one);
     thread_.join();
   }
 }
@@ -249,8 +252,7 @@ void TcpStoreServer::wait() {
 TcpStoreServer::~TcpStoreServer() {
   stop();
   close(impl_->listen_fd);
-  close(impl_->wake[0]);
-  close(impl_->wake[1]);
+  close(impl_->wake);
 }
 
 int start_detached_store_server(const net::SockAddr& addr, const wire::Secret& secret,
