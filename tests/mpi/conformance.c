@@ -212,6 +212,7 @@ int main(int argc, char** argv) {
     for (int t = 0; t < kNumTypes; ++t) movement(MPI_COMM_WORLD, n, &types[t]);
   }
   strided(MPI_COMM_WORLD);
+  reordered(MPI_COMM_WORLD);
   communicators(&types[3], &types[10]);
   requests();
   progress_rule();

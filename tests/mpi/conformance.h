@@ -33,6 +33,7 @@ void pair_check(const Pair* p, size_t bytes, const char* what);
 
 void movement(MPI_Comm comm, int n, const Type* t);
 void strided(MPI_Comm comm);
+void reordered(MPI_Comm comm);
 void communicators(const Type* ints, const Type* doubles);
 void requests(void);
 void progress_rule(void);

@@ -100,6 +100,92 @@ bool float_type(int size, coralDataType_t* out) {
   return false;
 }
 
+// A type's size, extent and bounds; false if it is not a valid datatype.
+bool bounds(MPI_Datatype type, Layout* out) {
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
+  if (PMPI_Type_size(type, &size) != MPI_SUCCESS) return false;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  PMPI_Type_get_true_extent(type, &tlb, &textent);
+  out->size = size;
+  out->extent = extent;
+  out->lb = tlb;
+  // Data fills the extent, no gaps or overlap: what byte spans alone can tell.
+  out->contiguous = size == textent && textent == extent && tlb == lb;
+  return true;
+}
+
+// Whether a derived type lists its elements in the order they lie in memory, each block where
+// the previous one ends. A type can fill its extent exactly and still list them out of order (an
+// indexed type with displacements {1, 0}); its bytes are then not its packed form. Types this
+// does not walk (subarray, darray...) count as out of order: they are packed, always right.
+bool in_order(MPI_Datatype type, int depth = 0) {
+  int ni = 0, na = 0, nd = 0, combiner = 0;
+  if (depth > 64 || PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
+  if (combiner == MPI_COMBINER_NAMED) return true;
+  std::vector<int> ints(static_cast<size_t>(ni));
+  std::vector<MPI_Aint> addrs(static_cast<size_t>(na));
+  std::vector<MPI_Datatype> types(static_cast<size_t>(nd));
+  PMPI_Type_get_contents(type, ni, na, nd, ints.data(), addrs.data(), types.data());
+  // Each inner type in order and gapless (so that copies of it follow each other), and their
+  // extents for the byte displacements below.
+  bool ok = true;
+  std::vector<MPI_Aint> extent(types.size());
+  for (size_t i = 0; i < types.size(); ++i) {
+    Layout l;
+    ok = ok && bounds(types[i], &l) && l.contiguous && in_order(types[i], depth + 1);
+    extent[i] = l.extent;
+  }
+  for (MPI_Datatype& t : types) {
+    int a = 0, b = 0, c = 0, named = 0;
+    PMPI_Type_get_envelope(t, &a, &b, &c, &named);
+    if (named != MPI_COMBINER_NAMED) PMPI_Type_free(&t);  // MPI hands back new handles of derived types
+  }
+  if (!ok) return false;
+  // Blocks of `len` inner elements at byte offsets `at`, in order, each where the last ended.
+  MPI_Aint next = 0;
+  bool first = true;
+  auto block = [&](MPI_Aint at, MPI_Aint len, MPI_Aint ext) {
+    if (len == 0) return true;
+    const bool follows = first || at == next;
+    first = false;
+    next = at + len * ext;
+    return follows;
+  };
+  switch (combiner) {
+    case MPI_COMBINER_DUP:
+    case MPI_COMBINER_CONTIGUOUS:
+    case MPI_COMBINER_RESIZED:  // the bounds test sees what resizing did
+      return true;
+    case MPI_COMBINER_VECTOR:  // count, blocklength, stride (in inner extents)
+      return ints[0] <= 1 || ints[2] == ints[1];
+    case MPI_COMBINER_HVECTOR:  // count, blocklength; stride in bytes
+      return ints[0] <= 1 || addrs[0] == ints[1] * extent[0];
+    case MPI_COMBINER_INDEXED:  // count, blocklengths[count], displacements[count] (in extents)
+      for (int i = 0; i < ints[0]; ++i)
+        if (!block(ints[1 + ints[0] + i] * extent[0], ints[1 + i], extent[0])) return false;
+      return true;
+    case MPI_COMBINER_HINDEXED:  // count, blocklengths[count]; displacements in bytes
+      for (int i = 0; i < ints[0]; ++i)
+        if (!block(addrs[i], ints[1 + i], extent[0])) return false;
+      return true;
+    case MPI_COMBINER_INDEXED_BLOCK:  // count, blocklength, displacements[count]
+      for (int i = 0; i < ints[0]; ++i)
+        if (!block(ints[2 + i] * extent[0], ints[1], extent[0])) return false;
+      return true;
+    case MPI_COMBINER_HINDEXED_BLOCK:  // count, blocklength; displacements in bytes
+      for (int i = 0; i < ints[0]; ++i)
+        if (!block(addrs[i], ints[1], extent[0])) return false;
+      return true;
+    case MPI_COMBINER_STRUCT:  // count, blocklengths[count]; displacements in bytes; types[count]
+      for (int i = 0; i < ints[0]; ++i)
+        if (!block(addrs[i], ints[1 + i], extent[i])) return false;
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 Reason map_reduction(MPI_Datatype type, MPI_Op op, int count, Reduction* r) {
@@ -155,16 +241,9 @@ bool layout_of(MPI_Datatype type, Layout* out) {
     out->contiguous = true;
     return true;
   }
-  int size = 0;
-  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
-  if (PMPI_Type_size(type, &size) != MPI_SUCCESS) return false;
-  PMPI_Type_get_extent(type, &lb, &extent);
-  PMPI_Type_get_true_extent(type, &tlb, &textent);
-  out->size = size;
-  out->extent = extent;
-  out->lb = tlb;
-  // Elements follow each other without gaps or overlap only when the data fills the extent.
-  out->contiguous = size == textent && textent == extent && tlb == lb;
+  if (!bounds(type, out)) return false;
+  // Used where it lies only if its bytes are its packed form: no gaps, and in order.
+  out->contiguous = out->contiguous && in_order(type);
   return true;
 }
 
