@@ -152,7 +152,7 @@ std::string args_text(const FlightStatus& s) {
 }  // namespace
 
 std::string op_detail(const FlightStatus& s) {
-  if (s.kind & kFlightBatch) return fmt::format("point-to-point #{} ({} sends and receives)", s.number, s.count);
+  if (s.kind & kFlightBatch) return op_call(s);  // a batch has no step to tell
   const std::string args = args_text(s);
   return fmt::format("{} ({}{}{} step {} of {})", op_label(s.kind, s.number), args, args.empty() ? "" : ", ",
                      algo_text(s.kind), s.step + 1, s.nsteps);

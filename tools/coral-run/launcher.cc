@@ -343,7 +343,8 @@ int launch(const Options& opt) {
   if (!why.empty()) {
     std::fprintf(stderr, "coral-run: %s; stopped all %d rank(s)\n", why.c_str(), opt.nranks);
     // As a shell reports a job a signal ended: 128 + its number (130 for SIGINT, 143 for SIGTERM).
-    return why.rfind("timeout", 0) == 0 ? 124 : received ? 128 + received : 130;
+    // Otherwise it was --timeout.
+    return received ? 128 + received : 124;
   }
   int rc = 0, finished = 0;
   for (const Rank& r : ranks) {

@@ -62,8 +62,7 @@ ncclResult_t settle_children(ncclResult_t first) {
     ch->thread.join();
     ch->parent->inside.fetch_sub(1);
     if (ch->result != coralSuccess && ch->result != coralInProgress) {
-      if (first == ncclSuccess)
-        first = fail(ch->result == coralTimeout ? ncclSystemError : static_cast<ncclResult_t>(ch->result), ch->error);
+      if (first == ncclSuccess) first = fail(nccl_code(ch->result), ch->error);
       if (ch->made) coralCommAbort(ch->made);
       continue;
     }

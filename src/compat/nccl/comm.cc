@@ -113,8 +113,7 @@ ncclResult_t from(coralResult_t r, coralComm_t comm) {
   if (r == coralSuccess || r == coralInProgress) return static_cast<ncclResult_t>(r);
   const char* m = coralGetLastError(comm);
   set_last_error(m && *m ? m : coralGetErrorString(r));
-  if (r == coralTimeout) return ncclSystemError;  // NCCL has no timeout code; the message says
-  return static_cast<ncclResult_t>(r);
+  return nccl_code(r);
 }
 
 ncclResult_t usable(ncclComm_t comm, const char* fn) {
@@ -341,10 +340,10 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclCom
   }
   if (in_group()) {
     bool excluded = false;  // NCCL: an excluded rank does not call; if it does, it gets no child
-    for (int i = 0; exclude && i < nexclude; ++i) excluded |= exclude[i] == comm->rank;
+    for (int i = 0; i < nexclude; ++i) excluded |= exclude[i] == comm->rank;
     *newcomm = excluded ? nullptr : make(nullptr, blocking, comm->device);
     coralComm_t parent = comm->coral;
-    std::vector<int> ex(exclude, exclude + (exclude && nexclude > 0 ? nexclude : 0));
+    std::vector<int> ex(exclude, exclude + nexclude);
     group_make_child(comm, *newcomm, [=](coralComm_t* out) mutable {
       return coralCommShrink(parent, ex.data(), static_cast<int>(ex.size()), out);
     });
@@ -404,7 +403,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
   coralResult_t state = coralSuccess;
   const coralResult_t r = coralCommGetAsyncError(comm->coral, &state);
   if (r != coralSuccess) return from(r, comm->coral);
-  *error = state == coralTimeout ? ncclSystemError : static_cast<ncclResult_t>(state);
+  *error = nccl_code(state);
   if (state != coralSuccess && state != coralInProgress) from(state, comm->coral);
   learn(comm);
   return ncclSuccess;

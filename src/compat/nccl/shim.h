@@ -32,7 +32,11 @@ namespace coral_nccl {
 void note_group_error(ncclResult_t result);
 // Records why a call failed (ncclGetLastError) and returns its result.
 ncclResult_t fail(ncclResult_t result, const std::string& message);
-// A Coral result as NCCL's (Coral's codes are NCCL's, but for coralTimeout), with Coral's
+// A Coral code as NCCL's: the same numbers, but NCCL has no timeout code (the message says).
+inline ncclResult_t nccl_code(coralResult_t r) {
+  return r == coralTimeout ? ncclSystemError : static_cast<ncclResult_t>(r);
+}
+// A Coral result as NCCL's (nccl_code), with Coral's
 // message kept for ncclGetLastError.
 ncclResult_t from(coralResult_t r, coralComm_t comm);
 // Checks the communicator a call names: nullptr, revoked, or still being created.
