@@ -43,18 +43,11 @@ std::string job_key_of(const wire::Secret& s) { return wire::secret_to_hex(s).su
 
 // Weak fallback when no secret was handed out: every rank derives the same value from the job's
 // identity. Documented: set CORAL_SECRET for real protection across hosts.
-wire::Secret derived_secret(const LaunchEnv& e) {
+wire::Secret env_secret(const LaunchEnv& e) {
   std::string seed = e.root + "|" + e.launcher;
   for (const char* v : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid"})
     if (env(v)) seed += std::string("|") + env(v);
-  wire::Secret s{};
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < s.size(); ++i) {
-    for (char c : seed) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-    h ^= i;
-    s[i] = static_cast<uint8_t>(h >> 24);
-  }
-  return s;
+  return wire::derived_secret(seed);
 }
 
 }  // namespace
@@ -146,13 +139,11 @@ static Rendezvous file_rendezvous(const LaunchEnv& e, double timeout_s) {
 Rendezvous rendezvous_from_env(const LaunchEnv& e, double timeout_s) {
   if (e.root.empty()) return file_rendezvous(e, timeout_s);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
-  wire::Secret secret = e.secret_hex.empty() ? derived_secret(e) : wire::secret_from_hex(e.secret_hex);
+  wire::Secret secret = e.secret_hex.empty() ? env_secret(e) : wire::secret_from_hex(e.secret_hex);
   if (e.secret_hex.empty()) log::warn(log::Boot, "no CORAL_SECRET: using a secret derived from the job's environment");
   net::SockAddr addr = net::resolve(e.root);
-  if (e.rank == 0 && !e.root_hosted_elsewhere) {
-    net::SockAddr any = net::resolve(addr.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", addr.port());
-    start_detached_store_server(any, secret, timeout);
-  }
+  if (e.rank == 0 && !e.root_hosted_elsewhere)
+    serve_store_at(net::resolve(addr.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", addr.port()), secret);
   return {std::make_shared<TcpStore>(addr, secret, timeout), job_key_of(secret), ""};
 }
 

@@ -41,6 +41,12 @@ class TcpStoreServer {
 int start_detached_store_server(const net::SockAddr& addr, const wire::Secret& secret,
                                 std::chrono::milliseconds idle_timeout);
 
+// Serves a store on addr's port for the rest of the process: the rank 0 side of a rendezvous at
+// a known address (MASTER_ADDR/MASTER_PORT, coralGetUniqueIdAt). A later call for the same port
+// and secret finds it served already, so one process may create many communicators there; a
+// port another process holds fails with the bind error.
+void serve_store_at(const net::SockAddr& addr, const wire::Secret& secret);
+
 class TcpStore : public Store {
  public:
   // Connecting waits for the server at most min(timeout, kConnectLimit): it is up by the time

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "base/error.h"
@@ -265,6 +266,22 @@ int start_detached_store_server(const net::SockAddr& addr, const wire::Secret& s
     delete server;
   }).detach();
   return port;
+}
+
+void serve_store_at(const net::SockAddr& addr, const wire::Secret& secret) {
+  if (addr.port() == 0) fail(coralInvalidArgument, "a store served at a known address needs a port");
+  static std::mutex mu;
+  // Never freed: these servers last as long as the process, and a later communicator of the
+  // same job may need them again.
+  static std::map<int, std::pair<wire::Secret, TcpStoreServer*>> serving;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = serving.find(addr.port());
+  if (it != serving.end()) {
+    if (!wire::secrets_equal(it->second.first.data(), secret.data()))
+      fail(coralInvalidUsage, "this process already serves another job's store on port " + std::to_string(addr.port()));
+    return;
+  }
+  serving[addr.port()] = {secret, new TcpStoreServer(addr, secret, false, std::chrono::milliseconds(0))};
 }
 
 }  // namespace coral::bootstrap

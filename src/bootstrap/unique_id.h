@@ -12,11 +12,14 @@ namespace coral::bootstrap {
 struct UniqueId {
   std::string addr;  // host:port or [ipv6]:port of the store
   wire::Secret secret{};
+  // Made from an address alone (coralGetUniqueIdAt): rank 0 of the communicator serves the store
+  // there when it is created, and the secret is derived from the address.
+  bool rank0_serves = false;
 };
 
 constexpr size_t kMaxIdAddr = 71;  // characters of addr (72 bytes with its NUL)
 
-// Throws coralInvalidArgument when addr is longer than kMaxIdAddr.
+// Throws coralInvalidArgument when addr is longer than kMaxIdAddr or not host:port.
 void encode_unique_id(const UniqueId& id, char (&out)[CORAL_UNIQUE_ID_BYTES]);
 // Throws coralInvalidArgument, saying what is wrong, unless `in` was made by encode_unique_id:
 // magic, a NUL-terminated address of the form host:port (checked without a name lookup).

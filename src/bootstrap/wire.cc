@@ -32,6 +32,17 @@ Secret random_secret() {
   return s;
 }
 
+Secret derived_secret(const std::string& seed) {
+  Secret s{};
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, once per byte of the secret
+  for (size_t i = 0; i < s.size(); ++i) {
+    for (char c : seed) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    h ^= i;
+    s[i] = static_cast<uint8_t>(h >> 24);
+  }
+  return s;
+}
+
 std::string secret_to_hex(const Secret& s) {
   static const char* digits = "0123456789abcdef";
   std::string out;

@@ -28,6 +28,9 @@ using Secret = std::array<uint8_t, kSecretBytes>;
 // Returns "" when h is acceptable, else why not.
 std::string check_header(const Header& h, bool from_server);
 Secret random_secret();
+// The same seed gives the same secret on every host: for rendezvous whose only shared fact is the
+// seed (an address, a job's identity). It keeps strangers' stores apart, it protects nothing.
+Secret derived_secret(const std::string& seed);
 std::string secret_to_hex(const Secret& s);
 // Throws coralInvalidArgument when hex is not 64 hex digits.
 Secret secret_from_hex(const std::string& hex);

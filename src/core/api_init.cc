@@ -59,6 +59,18 @@ Options options_of(const coralConfig_t* c) {
   return o;
 }
 
+// Rank 0's side of an id from coralGetUniqueIdAt: the store listens on the id's port, every
+// interface of the address's family.
+void serve_id_store(const std::string& addr, const coral::bootstrap::wire::Secret& secret) {
+  const coral::net::SockAddr at = coral::net::resolve(addr);
+  try {
+    coral::bootstrap::serve_store_at(coral::net::resolve(at.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", at.port()),
+                                     secret);
+  } catch (const coral::Error& e) {
+    fail(e.code(), "rank 0 cannot serve the store of this unique id at " + addr + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -73,6 +85,16 @@ coralResult_t coralGetUniqueId(coralUniqueId* id) {
     coral::bootstrap::encode_unique_id(
         {(host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port), secret},
         id->internal);
+  });
+}
+
+coralResult_t coralGetUniqueIdAt(const char* address, coralUniqueId* id) {
+  return guard(nullptr, "coralGetUniqueIdAt", [&] {
+    if (!id) fail(coralInvalidArgument, "uniqueId is NULL");
+    if (!address) fail(coralInvalidArgument, "address is NULL");
+    const std::string addr = address;
+    coral::bootstrap::encode_unique_id({addr, coral::bootstrap::wire::derived_secret("coral-id-at|" + addr), true},
+                                       id->internal);
   });
 }
 
@@ -99,10 +121,12 @@ coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUnique
     const std::string prefix = next_prefix(coral::bootstrap::wire::secret_to_hex(secret).substr(0, 16), rank);
     const std::string addr = uid.addr;
     auto cancel = opt.blocking ? nullptr : std::make_shared<coral::bootstrap::CancelToken>();
-    auto create = [secret, addr, prefix, opt, nranks, rank, cancel] {
+    const bool serve = uid.rank0_serves && rank == 0;
+    auto create = [secret, addr, serve, prefix, opt, nranks, rank, cancel] {
       coral::Communicator::check_settings();
       const double timeout = opt.timeout_s > 0 ? opt.timeout_s : timeout_s();
       auto ms = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
+      if (serve) serve_id_store(addr, secret);
       auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(addr), secret, ms, cancel);
       return std::make_unique<coral::Communicator>(store, prefix, rank, nranks, opt.timeout_s);
     };

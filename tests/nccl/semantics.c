@@ -3,9 +3,12 @@
  * before a non-blocking creation is done, the process-wide last error, config checks, and the
  * calls NCCL accepts with NULL. */
 #define _DEFAULT_SOURCE /* usleep */
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "suite.h"
@@ -84,6 +87,55 @@ static int used_before_ready(int rank, int nranks, ncclUniqueId id) {
   return failures;
 }
 
+/* NCCL_COMM_ID: each rank makes its own id, the same as rank 0's, and they meet at the address,
+ * rank 0 serving there; a second communicator from the same id works as well. */
+static int comm_id_env(int rank, int nranks, ncclUniqueId handed) {
+  int failures = 0;
+  ncclUniqueId id;
+  EXPECT(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId with NCCL_COMM_ID: %s", ncclGetLastError(NULL));
+  EXPECT(memcmp(&id, &handed, sizeof id) == 0, "NCCL_COMM_ID made another id than rank 0's");
+  for (int round = 0; round < 2; ++round) {
+    ncclComm_t comm = NULL;
+    if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) {
+      EXPECT(0, "ncclCommInitRank %d from NCCL_COMM_ID: %s", round, ncclGetLastError(NULL));
+      return failures;
+    }
+    double x[3] = {rank, 1, round}, y[3] = {0};
+    EXPECT(ncclAllReduce(x, y, 3, ncclDouble, ncclSum, comm, NULL) == ncclSuccess, "all-reduce %d: %s", round,
+           ncclGetLastError(NULL));
+    EXPECT(y[0] == nranks * (nranks - 1) / 2 && y[1] == nranks && y[2] == nranks * round, "all-reduce %d gave %g %g %g",
+           round, y[0], y[1], y[2]);
+    EXPECT(ncclCommDestroy(comm) == ncclSuccess, "ncclCommDestroy %d", round);
+  }
+  return failures;
+}
+
+/* A port nobody listens on now, for NCCL_COMM_ID. */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, (struct sockaddr*)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr*)&a, &len) != 0)
+    return -1;
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+static int comm_id(void) {
+  int failures = 0;
+  ncclUniqueId id;
+  setenv("NCCL_COMM_ID", "no-port-here", 1);
+  EXPECT(ncclGetUniqueId(&id) == ncclInvalidArgument, "NCCL_COMM_ID without a port accepted");
+  EXPECT(strstr(ncclGetLastError(NULL), "NCCL_COMM_ID=no-port-here") != NULL, "last error '%s'",
+         ncclGetLastError(NULL));
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+  setenv("NCCL_COMM_ID", addr, 1);
+  failures += run_ranks("ranks meeting at NCCL_COMM_ID", 3, comm_id_env, -1);
+  unsetenv("NCCL_COMM_ID");
+  return failures;
+}
+
 static void* fail_elsewhere(void* arg) {
   (void)arg;
   int n;
@@ -129,6 +181,7 @@ int suite_semantics(void) {
   failures += group_failure();
   failures += edges();
   failures += run_ranks("a non-blocking communicator used before it is up", 2, used_before_ready, -1);
+  failures += comm_id();
   printf("nccl suite: semantics: %d failure(s)\n", failures);
   return failures;
 }

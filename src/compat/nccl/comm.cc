@@ -211,7 +211,13 @@ ncclResult_t ncclGetVersion(int* version) {
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   if (!id) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
   coralUniqueId cid;
-  const coralResult_t r = coralGetUniqueId(&cid);
+  // NCCL_COMM_ID: every rank makes the same id from the address, and rank 0 serves there.
+  const char* at = std::getenv("NCCL_COMM_ID");
+  const coralResult_t r = at ? coralGetUniqueIdAt(at, &cid) : coralGetUniqueId(&cid);
+  if (r != coralSuccess && at)
+    return fail(ncclInvalidArgument, std::string("ncclGetUniqueId: NCCL_COMM_ID=") + at +
+                                         " is not <ipv4>:<port>, [<ipv6>]:<port> or <hostname>:<port> (" +
+                                         coralGetLastError(nullptr) + ")");
   std::memcpy(id, &cid, sizeof cid);
   return from(r, nullptr);
 }

@@ -73,7 +73,7 @@ __attribute__((constructor)) void map_nccl_env() {
     if (kv.rfind("NCCL_", 0) != 0) continue;
     const std::string name = kv.substr(0, kv.find('='));
     if (name == "NCCL_DEBUG" || name == "NCCL_DEBUG_SUBSYS" || name == "NCCL_SOCKET_IFNAME" ||
-        name == "NCCL_TOPO_FILE" || name == "NCCL_TOPO_DUMP_FILE" || name == "NCCL_ALGO")
+        name == "NCCL_TOPO_FILE" || name == "NCCL_TOPO_DUMP_FILE" || name == "NCCL_ALGO" || name == "NCCL_COMM_ID")
       continue;
     if (!ignored.empty()) ignored += ' ';
     ignored += name;
