@@ -34,6 +34,12 @@ out=$(LD_LIBRARY_PATH=$libdir "$root/bin/coral-run" -n 4 "$stage/hello")
 if ls "$build"/src/compat/torch/coral_torch/_C*.so >/dev/null 2>&1; then
   pkgdir=$(dirname "$(find "$root" -path '*coral_torch/__init__.py' | head -1)")
   [ "$pkgdir" != . ] && ls "$pkgdir"/_C*.so >/dev/null 2>&1 || { echo "coral_torch not installed"; exit 1; }
+  # Under the python's own prefix (Debian: /usr/local) it must land where that python looks.
+  site=$(dirname "${pkgdir#"$stage"}")
+  if /usr/bin/python3 -c "import sys, sysconfig; sys.exit(not sysconfig.get_paths()['platlib'].startswith('$prefix/'))"; then
+    /usr/bin/python3 -c "import sys; sys.exit('$site' not in sys.path)" ||
+      { echo "coral_torch installed to $site, which /usr/bin/python3 does not search"; exit 1; }
+  fi
   readelf -d "$pkgdir"/_C*.so | grep -q "$prefix/$(opt libdir)" || { echo "coral_torch's rpath lacks the libdir"; exit 1; }
   LD_LIBRARY_PATH=$libdir PYTHONPATH=$(dirname "$pkgdir") /usr/bin/python3 -c \
     'import coral_torch, torch.distributed as d; assert "CORAL" in d.Backend._plugins' ||
