@@ -109,6 +109,10 @@ err=$("$run" -n 2 --node-rank 3 true 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$err" | grep -q "node-rank 3 must be below --nnodes 1" || fail "--node-rank 3 alone: $rc: $err"
 err=$(CORAL_SECRET=$(printf '%064d' 7) "$run" -n 1 --nnodes 2 --root foo true 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$err" | grep -q "root 'foo'" || fail "--root foo: $rc: $err"
+# The output prefix is the global rank on every node.
+out=$(CORAL_SECRET=$(printf '%064d' 7) "$run" -n 2 --nnodes 2 --node-rank 1 --root 127.0.0.1:1 \
+      sh -c 'echo rank=$CORAL_RANK' 2>&1)
+grep -q '^\[3\] rank=3$' <<<"$out" || fail "node 1's prefixes are not global ranks: $out"
 # SIGUSR1 asks the ranks that catch it (Coral's) to dump; it must not kill a rank that does not.
 "$run" -n 2 -- sleep 5 >/dev/null 2>&1 &
 pid=$!

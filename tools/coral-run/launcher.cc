@@ -31,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Stream {
   int fd = -1;
-  int rank;
+  int rank;  // global, as the prefix shows it
   FILE* sink;
   std::string partial;
 };
@@ -219,8 +219,8 @@ int launch(const Options& opt) {
     if (ranks[r].pid > 0) setpgid(ranks[r].pid, ranks[r].pid);
     close(out[1]);
     close(err[1]);
-    streams.push_back({out[0], r, stdout, {}});
-    streams.push_back({err[0], r, stderr, {}});
+    streams.push_back({out[0], opt.node_rank * opt.nranks + r, stdout, {}});
+    streams.push_back({err[0], opt.node_rank * opt.nranks + r, stderr, {}});
   }
 
   const auto started = Clock::now();
