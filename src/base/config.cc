@@ -48,13 +48,17 @@ const std::vector<Knob>& knobs() {
       integer("CORAL_RANK", "-1", -1, 1 << 30, "Rank of this process (set by coral-run)."),
       integer("CORAL_SIZE", "-1", -1, 1 << 30, "Number of ranks (set by coral-run)."),
       integer("CORAL_LOCAL_RANK", "-1", -1, 1 << 30, "Rank among the ranks on this host (set by coral-run)."),
+      integer("CORAL_LOCAL_SIZE", "-1", -1, 1 << 30, "Number of ranks on this host (set by coral-run)."),
       text("CORAL_ROOT", "", "host:port of the rendezvous store (set by coral-run; or give it for multi-node runs)."),
       text("CORAL_SECRET", "", "Per-job secret, 64 hex digits, that every connection must present (set by coral-run)."),
       text("CORAL_HOSTID", "", "Overrides the host identity (default: hostname + boot id + network namespace)."),
       text("CORAL_ALGO", "auto",
-           "Forces an algorithm (auto, ring, tree, rhd, rd, oneshot, twoshot, hier, chain) for every collective "
-           "that has it, or per size: allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64K:tree (bytes, the "
-           "whole buffer for reduce-scatter and all-gather); sizes outside the ranges stay with the tuner."),
+           "Forces an algorithm (auto, ring, tree, rhd, rd, oneshot, twoshot, hier, chain, direct, pairwise, "
+           "bruck) for every collective that has it, or per collective and size: "
+           "allreduce:0-4K:oneshot,4K-1M:rhd,1M-:ring;broadcast:0-64K:tree (bytes, the whole buffer for "
+           "reduce-scatter and all-gather; collectives allreduce, reducescatter, allgather, broadcast, reduce, "
+           "alltoall, alltoallv, gather, scatter, allgatherv, reducescatterv); sizes outside the ranges stay "
+           "with the tuner."),
       bytes("CORAL_SMALL_BYTES", "4K", 0, kInf, 1,
             "All-reduces up to this size take the latency path in auto mode: one-shot on one host, recursive "
             "doubling across hosts. On one host one-shot goes on while its peers read at most 64 KiB of it."),
