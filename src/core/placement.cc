@@ -111,6 +111,10 @@ bootstrap::Record plan_record(int rank, const std::vector<int>& mine, const std:
       if (d < 0 || t.host_of(d) != host)
         fail(coralInvalidArgument,
              fmt::format("CORAL_TOPO_DEVICES: '{}' is no device of this host's topology", wanted[i % wanted.size()]));
+      // A rank runs on a GPU or a CPU; a NIC, switch or host is no place for one.
+      if (t.devices[d].kind != Kind::Gpu && t.devices[d].kind != Kind::Cpu)
+        fail(coralInvalidArgument, fmt::format("CORAL_TOPO_DEVICES: '{}' is a {}, not a GPU or a CPU",
+                                               wanted[i % wanted.size()], kind_name(t.devices[d].kind)));
     }
     places.push_back({host, d});
   }

@@ -66,8 +66,9 @@ void detect_net(Topology& t, int host, const std::string& sysfs) {
     if (name == "lo") continue;
     std::string bus = pci_of(e.path());
     std::map<std::string, std::string> a{{"link_layer", "ethernet"}};
-    std::string speed = read_line(e.path() / "speed");  // Mb/s; -1 or unreadable when down/virtual
-    if (!speed.empty() && speed[0] != '-') a["speed"] = speed;
+    // Mb/s; -1, unreadable or (some drivers) 4294967295 when unknown: kept only when plausible
+    std::string speed = read_line(e.path() / "speed");
+    if (!speed.empty() && speed != "0" && check_attr(Kind::Port, "speed", speed).empty()) a["speed"] = speed;
     if (auto v = read_line(e.path() / "address"); !v.empty()) a["address"] = v;
     if (auto v = read_line(e.path() / "operstate"); !v.empty()) a["state"] = v;
     if (int p = t.find(name); p >= 0) {  // hwloc saw it already: add what sysfs knows
@@ -86,7 +87,8 @@ void detect_net(Topology& t, int host, const std::string& sysfs) {
       std::string pn = port.path().filename().string();
       std::string layer = read_line(port.path() / "link_layer");
       std::map<std::string, std::string> a{{"port", pn}, {"link_layer", layer == "InfiniBand" ? "infiniband" : "roce"}};
-      if (auto r = rate_mbps(read_line(port.path() / "rate")); !r.empty()) a["speed"] = r;
+      if (auto r = rate_mbps(read_line(port.path() / "rate")); !r.empty() && check_attr(Kind::Port, "speed", r).empty())
+        a["speed"] = r;
       if (!guid.empty()) a["guid"] = guid;
       if (auto v = read_line(port.path() / "state"); !v.empty()) a["state"] = v;
       std::string id = name + ":" + pn;

@@ -12,6 +12,38 @@
 namespace coral::topology {
 namespace {
 
+// What a <pci> element is when no child element says: 3D controllers are GPUs (files written by
+// hand list them so), and so are NVIDIA's VGA devices; other display devices (a server's
+// onboard VGA chip) are not.
+Kind kind_of_class(const std::string& cls, const std::string& vendor) {
+  unsigned long c = std::strtoul(cls.c_str(), nullptr, 16);
+  if ((c >> 8) == 0x0604) return Kind::PciSwitch;
+  if ((c >> 8) == 0x0680) return Kind::NvSwitch;
+  if ((c >> 8) == 0x0302) return Kind::Gpu;
+  if ((c >> 16) == 0x03 && std::strtoul(vendor.c_str(), nullptr, 16) == 0x10de) return Kind::Gpu;
+  if ((c >> 8) == 0x0207 || (c >> 8) == 0x0200) return Kind::Nic;
+  return Kind::Pci;
+}
+
+// The class written for a device: its own when it reads back as the same kind, else one that
+// does (hwloc may know a device's kind from elsewhere than its class).
+std::string class_of(const Device& d) {
+  const std::string own = d.attr("class", "");
+  if (!own.empty() && kind_of_class(own, d.attr("vendor", "")) == d.kind) return own;
+  switch (d.kind) {
+    case Kind::Gpu:
+      return "0x030200";
+    case Kind::NvSwitch:
+      return "0x068000";
+    case Kind::PciSwitch:
+      return "0x060400";
+    case Kind::Nic:
+      return "0x020000";
+    default:
+      return "0x000000";
+  }
+}
+
 const std::vector<std::string> kGpuAttrs = {"dev", "sm", "rank", "gdr"};
 
 struct Reader {
@@ -95,7 +127,8 @@ struct Reader {
           for (const std::string& p : rule->second) where += (where.empty() ? "<" : " or <") + p + ">";
           fail(n, fmt::format("misplaced: <{}> belongs inside {}, not <{}>", name, where, parent));
         }
-        if (name == "gpu" || name == "nic")
+        // A <cpu> may hold several <nic>s (network devices with no PCI function of their own).
+        if (name == "gpu" || (name == "nic" && parent == "pci"))
           if (pugi::xml_node o = n.previous_sibling(name.c_str()))
             fail(n, fmt::format("a second <{}> in one <{}> (the first is on line {}): one device per PCI function",
                                 name, parent, line_of(o)));
@@ -128,19 +161,10 @@ struct Reader {
     }
   }
 
-  Kind kind_of_class(const std::string& cls) {
-    unsigned long c = std::strtoul(cls.c_str(), nullptr, 16);
-    if ((c >> 8) == 0x0604) return Kind::PciSwitch;
-    if ((c >> 8) == 0x0680) return Kind::NvSwitch;
-    if ((c >> 16) == 0x03) return Kind::Gpu;
-    if ((c >> 8) == 0x0207 || (c >> 8) == 0x0200) return Kind::Nic;
-    return Kind::Pci;
-  }
-
   void pci(pugi::xml_node n, int parent) {
     std::string busid = bus_id(n, "busid");
     if (t.find(busid) >= 0) fail(n, fmt::format("duplicate busid {}", busid));
-    Kind k = kind_of_class(n.attribute("class").value());
+    Kind k = kind_of_class(n.attribute("class").value(), n.attribute("vendor").value());
     auto attrs = attrs_of(n, k, {"busid"});
     int d = t.add(k, busid, parent, std::move(attrs));
     for (pugi::xml_node c : n.children()) {
@@ -176,7 +200,7 @@ struct Reader {
       if (target < 0) {
         // NVSwitches are often absent from the PCI tree (ffffffff:ff:ff.0 or a bus id that no
         // <pci> lists): the tclass says what the far end is.
-        if (p.tclass.empty() || kind_of_class(p.tclass) != Kind::NvSwitch)
+        if (p.tclass.empty() || kind_of_class(p.tclass, "") != Kind::NvSwitch)
           fail(p.node, fmt::format("target {} is not in the file and tclass does not say NVSwitch", p.target));
         target = t.add(Kind::NvSwitch, "nvswitch:" + p.target, t.host_of(p.gpu), {{"class", p.tclass}});
       }
@@ -272,13 +296,15 @@ void write_device(const Topology& t, const std::vector<std::vector<int>>& childr
   std::string ind(static_cast<size_t>(depth) * 2, ' ');
   if (dev.kind == Kind::NvSwitch && dev.id.rfind("nvswitch:", 0) == 0) return;  // not in the PCI tree
   if (dev.kind == Kind::Port) return;
-  bool has_bus = dev.id.find(':') != std::string::npos;
+  bool has_bus = is_bus_id(dev.id);
   const std::vector<int>& kids = children[static_cast<size_t>(d)];
   if (dev.kind == Kind::Nic && !has_bus) {
     o << ind << "<nic>\n";
   } else {
+    std::map<std::string, std::string> attrs = dev.attrs;
+    attrs["class"] = class_of(dev);
     o << ind << "<pci busid=\"" << dev.id << '"';
-    write_attrs(o, dev.attrs, false, dev.kind == Kind::Gpu);
+    write_attrs(o, attrs, false, dev.kind == Kind::Gpu);
     o << ">\n";
   }
   if (dev.kind == Kind::Gpu) {
@@ -289,8 +315,8 @@ void write_device(const Topology& t, const std::vector<std::vector<int>>& childr
       if (l.type != LinkType::NvLink || (l.a != d && l.b != d)) continue;
       const Device& far = t.devices[l.a == d ? l.b : l.a];
       std::string target = far.id.rfind("nvswitch:", 0) == 0 ? far.id.substr(9) : far.id;
-      o << ind << "    <nvlink target=\"" << target << "\" count=\"" << l.lanes << "\" tclass=\""
-        << far.attr("class", far.kind == Kind::NvSwitch ? "0x068000" : "0x030200") << "\"/>\n";
+      o << ind << "    <nvlink target=\"" << target << "\" count=\"" << l.lanes << "\" tclass=\"" << class_of(far)
+        << "\"/>\n";
     }
     o << ind << "  </gpu>\n";
   }
@@ -301,8 +327,11 @@ void write_device(const Topology& t, const std::vector<std::vector<int>>& childr
     if (!ports && has_bus) o << ind << "  <nic/>\n";  // the class may not say NIC: the element does
     for (int k : kids)
       if (t.devices[k].kind == Kind::Port) {
+        // The name is the port's id: without it the reader names it after the NIC.
+        std::map<std::string, std::string> attrs = t.devices[k].attrs;
+        attrs.emplace("name", t.devices[k].id);
         o << ind << (has_bus ? "    " : "  ") << "<net";
-        write_attrs(o, t.devices[k].attrs, false, false);
+        write_attrs(o, attrs, false, false);
         o << "/>\n";
       }
     if (ports && has_bus) o << ind << "  </nic>\n";

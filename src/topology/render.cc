@@ -98,12 +98,22 @@ std::string render_tree(const Topology& t) {
   return o.str();
 }
 
+// A DOT string literal: quotes and backslashes escaped (a GPU model may hold either).
+static std::string dot_quoted(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o + '"';
+}
+
 std::string render_dot(const Topology& t) {
   std::ostringstream o;
   o << "graph topology {\n  node [shape=box, fontname=\"monospace\"];\n";
   static const char* colour[] = {"white", "lightblue", "lightgrey", "white", "palegreen", "orange", "gold", "khaki"};
   for (size_t i = 0; i < t.devices.size(); i++)
-    o << fmt::format("  d{} [label=\"{}\", style=filled, fillcolor={}];\n", i, label(t, static_cast<int>(i)),
+    o << fmt::format("  d{} [label={}, style=filled, fillcolor={}];\n", i, dot_quoted(label(t, static_cast<int>(i))),
                      colour[static_cast<int>(t.devices[i].kind)]);
   for (size_t i = 0; i < t.devices.size(); i++)
     if (int p = t.devices[i].parent; p >= 0) o << fmt::format("  d{} -- d{};\n", p, i);

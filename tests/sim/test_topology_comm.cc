@@ -158,6 +158,9 @@ TEST_CASE("a bad CORAL_TOPO_FILE or CORAL_TOPO_DEVICES fails init on every rank,
   setenv("CORAL_TOPO_DEVICES", "0000:99:00.0", 1);
   error = on_ranks(2, [](int, coralComm_t) { return std::string(); });
   CHECK_THAT(error, Catch::Contains("CORAL_TOPO_DEVICES: '0000:99:00.0' is no device"));
+  setenv("CORAL_TOPO_DEVICES", "mlx5_0,mlx5_1", 1);  // a NIC's port is no place for a rank
+  error = on_ranks(2, [](int, coralComm_t) { return std::string(); });
+  CHECK_THAT(error, Catch::Contains("CORAL_TOPO_DEVICES: 'mlx5_0' is a port, not a GPU or a CPU"));
   unsetenv("CORAL_TOPO_FILE");
   unsetenv("CORAL_TOPO_DEVICES");
 }

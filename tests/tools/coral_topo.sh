@@ -50,7 +50,7 @@ echo "hello" >"$tmp/text"
 expect_fail "neither JSON" -l "$tmp/text"
 
 expect_fail "is a directory" -l "$tmp"
-grep -q "rings: wants a number of ranks a host, 1 to 65536; got '0'" <<<"$("$topo" -l "$h100" -r 0 2>&1)" \
+grep -q "rings: wants a number of ranks a host, 1 to 4096; got '0'" <<<"$("$topo" -l "$h100" -r 0 2>&1)" \
   && ok "-r 0 says what it wants" || bad "-r 0 message"
 "$topo" -l "$h100" | grep -q "LOC  =" && "$topo" -l "$h100" | grep -q "C2C  =" && ok "legend has LOC and C2C" || bad "legend"
 a100=$fix/nccl-issue2397_2xA100-PCIe_RoCE_nonvlink.xml
@@ -60,6 +60,35 @@ out=$("$topo" -l "$h100" -f summary -r 8 --hosts 4096) || bad "--hosts 4096"
 grep -q "rank 32767 on host4095/0000:d8:00.0 (gpu), NIC host4095/mlx5_16 (0000:d5:00.0)" <<<"$out" \
   && ok "4096 hosts: one host's plan repeated" || bad "4096 hosts: $(echo "$out" | tail -3)"
 grep -q "hosts 4096, NUMA nodes 8192" <<<"$out" && ok "4096-host summary" || bad "4096-host summary"
+
+# Every fixture NCCL can read, exported as NCCL XML, reads back as the same machine: the matrix
+# (device kinds, NVLink lanes) and the ring, and so does this machine's own model.
+for f in "$fix"/*.xml; do
+  b=$(basename "$f")
+  "$topo" -l "$f" >"$tmp/m.a" 2>/dev/null || continue  # RCCL's dialect is refused above
+  "$topo" -l "$f" -f xml -o "$tmp/$b" && "$topo" -l "$tmp/$b" >"$tmp/m.b" 2>&1 && cmp -s "$tmp/m.a" "$tmp/m.b" &&
+    [ "$("$topo" -l "$f" -f summary -r 4)" = "$("$topo" -l "$tmp/$b" -f summary -r 4)" ] &&
+    ok "$b: XML export reads back the same" || bad "$b: XML export differs: $(diff "$tmp/m.a" "$tmp/m.b" | head -4)"
+done
+"$topo" -f xml -o "$tmp/here.xml" && "$topo" -l "$tmp/here.xml" -f summary -r 2 >/dev/null &&
+  ok "this machine's XML reads back" || bad "this machine's XML: $("$topo" -l "$tmp/here.xml" 2>&1 | tail -1)"
+expect_usage() {  # expect_usage PATTERN ARGS...: refused before any work, exit 2
+  local pat=$1
+  shift
+  local out
+  out=$("$topo" "$@" 2>&1)
+  if [ $? -eq 2 ] && echo "$out" | grep -q -- "$pat"; then ok "$* -> $pat"; else bad "$*: expected '$pat', got: $out"; fi
+}
+expect_usage "--rings prints text" -l "$h100" -f json -r 8
+expect_usage "describes one machine" -l "$h100" -f xml --hosts 2
+expect_usage "--sysfs $tmp/none" --sysfs "$tmp/none"
+"$topo" -l "$h100" -f summary >/dev/full 2>/dev/null && bad "a full standard output went unnoticed" ||
+  ok "a full standard output fails the run"
+if command -v dot >/dev/null; then
+  (cd "$tmp" && "$topo" -l "$h100" -f summary --png "it's';touch injected;'.png" >/dev/null) &&
+    head -c 4 "$tmp/it's';touch injected;'.png" | grep -q PNG && [ ! -e "$tmp/injected" ] &&
+    ok "PNG path with quotes is a path" || bad "PNG path with quotes"
+fi
 
 echo "coral-topo: $fails failure(s)"
 [ $fails -eq 0 ]

@@ -279,7 +279,8 @@ TEST_CASE("sysfs NICs: InfiniBand and RoCE ports with rate, GUID and NUMA placem
   }
   put(root / "class/net/ib0/speed", "200000");
   fs::create_directory_symlink(pci, root / "class/net/ib0/device");
-  put(root / "class/net/veth9/speed", "10000");  // virtual: no device link
+  put(root / "class/net/veth9/speed", "10000");       // virtual: no device link
+  put(root / "class/net/veth8/speed", "4294967295");  // a driver's "unknown", read unsigned
 
   Topology t;
   int h = t.add(Kind::Host, "h", -1);
@@ -296,6 +297,8 @@ TEST_CASE("sysfs NICs: InfiniBand and RoCE ports with rate, GUID and NUMA placem
   CHECK(t.devices[t.devices[ib].parent].id == "0000:3b:00.0");
   CHECK(t.devices[dev(t, "ib0")].parent == t.devices[ib].parent);
   CHECK(t.devices[t.devices[dev(t, "veth9")].parent].attr("virtual") == "1");
+  CHECK(t.devices[dev(t, "veth9")].attr("speed") == "10000");
+  CHECK(t.devices[dev(t, "veth8")].attr("speed").empty());  // not a 4 Pb/s port
   // Ranks prefer the real, active port over the virtual one.
   auto nics = assign_nics(t, {RankPlace{h, cpu1}});
   CHECK(t.devices[nics[0]].kind == Kind::Port);

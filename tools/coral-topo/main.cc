@@ -1,10 +1,15 @@
 // coral-topo: shows the machine model Coral detects (or loads from a file), the way nvidia-smi
 // topo -m does and more: matrix, tree, JSON, DOT/PNG, NCCL XML, and the rings/trees for N ranks.
 #include <fmt/format.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "topology/detect.h"
@@ -16,14 +21,32 @@ using namespace coral::topology;
 
 namespace {
 
+extern "C" char** environ;
+
 void write_out(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
-    std::fputs(text.c_str(), stdout);
+    if (std::fputs(text.c_str(), stdout) < 0 || std::fflush(stdout) != 0)
+      throw Error(fmt::format("cannot write to standard output: {}", std::strerror(errno)));
     return;
   }
   std::ofstream out(path);
   out << text;
   if (!out) throw Error(fmt::format("cannot write {}", path));
+}
+
+// graphviz's dot, run without a shell (the paths are the user's, quotes and all).
+void draw_png(const std::string& dot_file, const std::string& png) {
+  const std::string out = "-o" + png;
+  const char* argv[] = {"dot", "-Tpng", out.c_str(), dot_file.c_str(), nullptr};
+  pid_t pid;
+  int rc = posix_spawnp(&pid, "dot", nullptr, nullptr, const_cast<char* const*>(argv), environ);
+  if (rc != 0)
+    throw Error(fmt::format("cannot run graphviz's dot ({}): is graphviz installed? The DOT source is {}",
+                            std::strerror(rc), dot_file));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error(fmt::format("dot could not draw {} (its message is above); the DOT source is {}", png, dot_file));
 }
 
 // Hosts of a job are copies of one machine: one host's plan serves all, and the ring visits
@@ -88,9 +111,9 @@ int main(int argc, char** argv) {
           [](std::string& v) {
             char* end = nullptr;
             long n = std::strtol(v.c_str(), &end, 10);
-            return end != v.c_str() && *end == 0 && n >= 1 && n <= 1 << 16
+            return end != v.c_str() && *end == 0 && n >= 1 && n <= 4096
                        ? std::string()
-                       : "wants a number of ranks a host, 1 to 65536; got '" + v + "'";
+                       : "wants a number of ranks a host, 1 to 4096; got '" + v + "'";
           },
           "N"));
   app.add_option("--hosts", hosts, "treat the model as this many identical hosts (for --rings)")
@@ -98,6 +121,21 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   app.add_option("--sysfs", sysfs, "sysfs root for NIC detection")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  // Text for people and one document for programs do not share an output.
+  const bool document = format == "json" || format == "dot" || format == "xml";
+  if (ranks > 0 && document) {
+    std::fprintf(stderr, "coral-topo: --rings prints text: use it with -f matrix, tree, summary or all, not %s\n",
+                 format.c_str());
+    return 2;
+  }
+  if (hosts > 1 && format == "xml") {
+    std::fprintf(stderr, "coral-topo: NCCL's XML describes one machine: use -f json for --hosts %d\n", hosts);
+    return 2;
+  }
+  if (struct stat st; load.empty() && stat(sysfs.c_str(), &st) != 0) {
+    std::fprintf(stderr, "coral-topo: --sysfs %s: %s\n", sysfs.c_str(), std::strerror(errno));
+    return 2;
+  }
   setenv("HWLOC_XML_VERBOSE", "1", 0);  // hwloc says why it refuses a file only when asked
   try {
     Topology t;
@@ -132,9 +170,7 @@ int main(int argc, char** argv) {
     if (!png.empty()) {
       std::string dot_file = png + ".dot";
       write_out(dot_file, render_dot(t));
-      std::string cmd = fmt::format("dot -Tpng -o '{}' '{}' 2>&1", png, dot_file);
-      if (std::system(cmd.c_str()) != 0)
-        throw Error(fmt::format("could not draw {} (is graphviz installed?); the DOT source is {}", png, dot_file));
+      draw_png(dot_file, png);
       std::remove(dot_file.c_str());
     }
   } catch (const std::exception& e) {
