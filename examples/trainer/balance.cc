@@ -20,10 +20,18 @@ SlowRank parse_slow_rank(const std::string& s) {
     used_r = 0;
   }
   if (colon == std::string::npos || used_r != colon || used_r == 0 || used_f == 0 || used_f != s.size() - colon - 1 ||
-      r.rank < 0 || !(r.factor >= 1))
-    throw std::invalid_argument(
-        fmt::format("--slow-rank '{}': expected RANK:FACTOR, a rank and a slow-down of at least 1 (e.g. 1:2)", s));
+      r.rank < 0 || !(r.factor >= 1 && r.factor <= kMaxSlowFactor))
+    throw std::invalid_argument(fmt::format(
+        "--slow-rank '{}': expected RANK:FACTOR, a rank and a slow-down from 1 to {:g} (e.g. 1:2)", s, kMaxSlowFactor));
   return r;
+}
+
+void slow_down(const SlowRank& slow, int rank, std::chrono::steady_clock::time_point t0) {
+  if (rank != slow.rank) return;
+  using Clock = std::chrono::steady_clock;
+  const auto until =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>((slow.factor - 1) * (Clock::now() - t0));
+  while (Clock::now() < until) {}
 }
 
 std::vector<double> Balancer::exchange(coral::communicator& comm, const std::vector<double>& last) {

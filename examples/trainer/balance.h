@@ -5,6 +5,7 @@
 #pragma once
 #include <coral/coral.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,7 +16,11 @@ struct SlowRank {
   int rank = -1;      // as launched (the job's first rank numbers)
   double factor = 1;  // its compute takes this many times as long
 };
-SlowRank parse_slow_rank(const std::string& s);  // "R:FACTOR", FACTOR >= 1
+SlowRank parse_slow_rank(const std::string& s);  // "R:FACTOR", 1 <= FACTOR <= kMaxSlowFactor
+constexpr double kMaxSlowFactor = 1000;
+// On the slow rank: spins (a slower CPU stays busy, and short sleeps overshoot) until the compute
+// that began at t0 has taken FACTOR times as long.
+void slow_down(const SlowRank& slow, int rank, std::chrono::steady_clock::time_point t0);
 
 class Balancer {
  public:

@@ -17,7 +17,8 @@ void validate(const Config& cfg) {
   using std::invalid_argument;
   if (cfg.batch < 1) throw invalid_argument("--batch must be at least 1");
   if (cfg.epochs < 1) throw invalid_argument("--epochs must be at least 1");
-  if (cfg.staleness < 0) throw invalid_argument("--staleness must be 0 or more");
+  // Each step in flight holds a gradient copy: beyond a thousand it is memory, not an experiment.
+  if (cfg.staleness < 0 || cfg.staleness > 1000) throw invalid_argument("--staleness must be 0 to 1000");
   if (cfg.staleness > 0 && (!cfg.checkpoint.empty() || !cfg.resume.empty()))
     throw invalid_argument(
         "--staleness cannot be combined with --checkpoint/--resume (in-flight gradients are not saved)");
@@ -42,10 +43,11 @@ void validate(const Config& cfg) {
   if (cfg.mode == "ps") {
     if (cfg.servers < 1) throw invalid_argument("--servers must be at least 1");
     if (cfg.staleness > 0 || cfg.elastic || cfg.balance || cfg.compress.kind != Compression::None ||
-        !cfg.checkpoint.empty() || !cfg.resume.empty() || cfg.optim.clip > 0)
+        !cfg.checkpoint.empty() || !cfg.resume.empty() || cfg.optim.clip > 0 || cfg.wire != Wire::Same ||
+        cfg.fail_at_step >= 0)
       throw invalid_argument(
           "--mode ps cannot be combined with --staleness, --elastic, --balance, --compress, --checkpoint, "
-          "--resume or --clip");
+          "--resume, --clip, --grad-comm bf16/fp16 or --fail-at-step");
   }
   if (cfg.shard_optimizer != "auto" && cfg.shard_optimizer != "on" && cfg.shard_optimizer != "off")
     throw invalid_argument(fmt::format("--shard-optimizer must be auto, on or off, not '{}'", cfg.shard_optimizer));

@@ -122,6 +122,12 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--grad-comm " + wire + " with --dtype " + dtype + ": the wire carries the " +
                                   "gradients' own type (--grad-comm " + (cfg.f64 ? "fp64" : "fp32") +
                                   ") or bf16 or fp16");
+    // Options of one mode given to another would be silently ignored.
+    if (cfg.mode != "ps")
+      for (const char* o : {"--servers", "--max-staleness"})
+        if (app.count(o)) throw std::invalid_argument(std::string(o) + " applies to --mode ps only");
+    if (!cfg.fail_ranks.empty() && cfg.fail_at_step < 0)
+      throw std::invalid_argument("--fail-rank needs --fail-at-step (the step at which those ranks die)");
     cfg.compress = trainer::parse_compression(compress);
     if (!slow.empty()) cfg.slow = trainer::parse_slow_rank(slow);
     try {

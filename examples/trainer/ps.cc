@@ -74,10 +74,14 @@ PsRun<T>::PsRun(const Config& cfg, coral::communicator& comm)
       worker_batch_((cfg.batch + std::max(workers_, 1) - 1) / std::max(workers_, 1)),
       opt_(cfg.optim, server() ? len(rank_) : 0),
       book_(std::max(workers_, 1), cfg.max_staleness),
-      seen_(static_cast<size_t>(cfg.servers), 0) {
+      seen_() {
   if (workers_ < 1)
     throw std::invalid_argument(
         fmt::format("--mode ps --servers {} needs more than {} ranks: at least one worker", cfg.servers, cfg.servers));
+  seen_.assign(static_cast<size_t>(servers_), 0);
+  if (cfg.slow.rank >= 0 && (cfg.slow.rank < servers_ || cfg.slow.rank >= size_))
+    throw std::invalid_argument(
+        fmt::format("--mode ps --slow-rank {}: the workers are ranks {} to {}", cfg.slow.rank, servers_, size_ - 1));
   if (static_cast<size_t>(servers_) > n_) throw std::invalid_argument("--servers is larger than the model");
   // A server's buffers all hold its own shard; a worker's one per server.
   for (int peer = 0; peer < (server() ? workers_ : servers_); peer++) {
@@ -144,7 +148,9 @@ void PsRun<T>::work(size_t steps) {
     const std::vector<uint32_t> idx = sampler_.shard(step, me, workers_);
     gather(data_.train, idx, &x, &y);
     const T scale = T(1) / static_cast<T>(std::max<size_t>(idx.size(), 1));  // each push is one mean
+    const auto c0 = Clock::now();
     loss_ += model_.loss_grad(params_.data(), x.data(), y.data(), static_cast<int>(idx.size()), scale, grad_.data());
+    slow_down(cfg_.slow, rank_, c0);
     samples_ += static_cast<double>(idx.size());
     const auto t0 = Clock::now();
     reqs.assign(2 * static_cast<size_t>(servers_), nullptr);

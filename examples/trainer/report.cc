@@ -16,6 +16,8 @@ Report::Report(bool active, const std::string& csv_path, const std::string& plot
   if (csv_path_.empty()) return;
   csv_ = std::fopen(csv_path_.c_str(), "w");
   if (!csv_) throw std::runtime_error(fmt::format("cannot write the CSV log {}", csv_path_));
+  // A line at a time: a rank killed mid-run (--elastic loses rank 0 too) keeps what it logged.
+  std::setvbuf(csv_, nullptr, _IOLBF, 0);
   std::fprintf(csv_,
                "kind,epoch,global_step,epochs_done,loss,samples_per_s,comm_wait_pct,test_loss,test_accuracy,train_"
                "seconds,sent_bytes\n");

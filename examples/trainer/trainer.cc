@@ -277,12 +277,7 @@ void Loop<T>::step(int64_t gstep, size_t s) {
   std::function<void(int)> ready;
   if (cfg_.overlap && !sync_.blocking()) ready = [&](int layer) { sync_.layer_ready(slot, layer); };
   win_loss_ += model_.loss_grad(params_.data(), xb_.data(), yb_.data(), static_cast<int>(idx.size()), scale, g, ready);
-  // --slow-rank spins rather than sleeps: a slower CPU stays busy, and short sleeps overshoot.
-  if (world_[static_cast<size_t>(rank_)] == cfg_.slow.rank) {
-    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>((cfg_.slow.factor - 1) * since(t0)));
-    while (Clock::now() < until) {}
-  }
+  slow_down(cfg_.slow, world_[static_cast<size_t>(rank_)], t0);
   balancer_.record(idx.size(), since(t0));
   if (!shard_) sync_.launch_rest(slot);
   if (gstep >= cfg_.staleness) apply(gstep - cfg_.staleness);
@@ -335,10 +330,15 @@ void Loop<T>::check_replicas(const char* when) {
 
 template <class T>
 Result Loop<T>::run() {
-  start();
   int64_t spe = static_cast<int64_t>(sampler_.steps_per_epoch());
   int64_t total = cfg_.epochs * spe;
   if (cfg_.max_steps > 0) total = std::min(total, cfg_.max_steps);
+  // Every rank refuses alike, before the first collective.
+  if (cfg_.staleness > 0 && cfg_.staleness >= total)
+    throw std::invalid_argument(
+        fmt::format("--staleness {} is not below the run's {} steps: no gradient would be applied before the end",
+                    cfg_.staleness, total));
+  start();
   int64_t gstep = start_step_;
   Result r;
   win_t0_ = Clock::now();

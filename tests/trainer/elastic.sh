@@ -28,7 +28,10 @@ elastic() {  # elastic NAME WANT_LOST_LINES [args...]
 elastic last-rank 1 --fail-at-step 30
 grep -q "coral-run: rank 3 (pid [0-9]*) was killed by signal 9.*--keep-going" "$tmp/last-rank.log" \
   && ok "coral-run reports the death and keeps going" || bad "coral-run did not report rank 3's death"
-elastic rank-0 1 --fail-at-step 30 --fail-rank 0
+elastic rank-0 1 --fail-at-step 30 --fail-rank 0 --csv "$tmp/rank0.csv"
+# Rank 0 wrote the CSV until it died in epoch 2 (killed, it flushes nothing then).
+[ "$(grep -c '^epoch,1,' "$tmp/rank0.csv" 2>/dev/null)" = 1 ] && ok "a lost rank 0 leaves its CSV lines" \
+  || bad "rank 0's CSV after its death: $(wc -l <"$tmp/rank0.csv" 2>&1)"
 elastic two-ranks 2 --fail-at-step 30 --fail-rank 1 --fail-rank 2
 
 # Without --elastic the same death fails the job, naming the lost rank.

@@ -132,6 +132,9 @@ expect_fail "params must be a count from 1 to 1e12" --dataset synthetic --params
 expect_fail "bucket-mb must be above 0 and at most" --bucket-mb 1e30
 expect_fail "steps must be 0 (no limit) or more" --steps -1
 expect_fail "fail-rank 7: the ranks are 0 to 1" --fail-at-step 3 --fail-rank 7
+expect_fail "fail-rank needs --fail-at-step" --fail-rank 1
+expect_fail "staleness must be 0 to 1000" --staleness 100000
+expect_fail "staleness 300 is not below the run's 240 steps" --staleness 300
 expect_fail "checkpoint '/nonexistent/ck': cannot write in '/nonexistent'" --checkpoint /nonexistent/ck
 expect_fail "shard-optimizer on cannot be combined with --clip" --shard-optimizer on --clip 1
 expect_fail "shard-optimizer on cannot be combined with --staleness" --shard-optimizer on --staleness 1

@@ -35,6 +35,13 @@ max=$(sed -n 's/.*staleness of .*max \([0-9]*\).*/\1/p' "$tmp/ssp.log")
 [ -n "$max" ] && [ "$max" -le 2 ] && ok "--max-staleness 0 keeps staleness at most 2 (max $max)" \
   || bad "--max-staleness 0: max staleness '$max'"
 
+# A straggling worker (20x slower) falls behind the other: its gradients arrive stale by about
+# as many of the other's updates as an epoch holds (12 a worker), not the 1-5 of an even run.
+"$run" -n 3 --timeout 60 "$train" --mode ps --servers 1 --slow-rank 2:20 --log-every 1000 >"$tmp/pslow.log" 2>&1 \
+  || bad "ps with a slow worker: exit $?"
+max=$(sed -n 's/.*staleness of .*max \([0-9]*\).*/\1/p' "$tmp/pslow.log")
+[ -n "$max" ] && [ "$max" -ge 8 ] && ok "ps --slow-rank: max staleness $max" || bad "ps --slow-rank: max staleness '$max'"
+
 # Global batch 2 over 3 workers: one worker's part is always empty. Its pushes are no updates.
 "$run" -n 4 --timeout 60 "$train" --mode ps --servers 1 --batch 2 --epochs 1 --steps 20 --log-every 1000 \
   >"$tmp/empty.log" 2>&1 && grep -q "staleness of 40 applied gradients" "$tmp/empty.log" \
@@ -69,6 +76,12 @@ expect_fail "cannot be combined" --compress powersgd:2 --staleness 1
 expect_fail "cannot be combined" --mode ps --balance
 expect_fail "there are only 2 ranks" --slow-rank 5:2
 expect_fail "RANK:FACTOR" --slow-rank 1:0.5
+expect_fail "a slow-down from 1 to 1000" --slow-rank 1:inf
+expect_fail "the workers are ranks 1 to 1" --mode ps --slow-rank 0:2
+expect_fail "cannot be combined" --mode ps --grad-comm bf16
+expect_fail "cannot be combined" --mode ps --fail-at-step 3
+expect_fail "max-staleness applies to --mode ps only" --max-staleness 3
+expect_fail "servers applies to --mode ps only" --servers 1
 
 echo "trainer variants: $fails failure(s)"
 [ $fails -eq 0 ]
