@@ -86,6 +86,7 @@ Topology from_json(const std::string& text, const std::string& origin) {
   Topology t;
   std::vector<int> depth;  // per device
   const json& devs = field(j, "devices", json::value_t::array, origin);
+  if (devs.empty()) throw Error(fmt::format("{}: \"devices\" is empty: a model holds at least a host", origin));
   for (size_t i = 0; i < devs.size(); i++) {
     std::string where = fmt::format("{}: devices[{}]", origin, i);
     const json& d = devs[i];

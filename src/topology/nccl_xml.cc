@@ -26,10 +26,13 @@ Kind kind_of_class(const std::string& cls, const std::string& vendor) {
 }
 
 // The class written for a device: its own when it reads back as the same kind, else one that
-// does (hwloc may know a device's kind from elsewhere than its class).
+// does (hwloc may know a device's kind from elsewhere than its class). GPUs and NICs are written
+// with their <gpu> and <nic> elements, which say what they are whatever the class.
 std::string class_of(const Device& d) {
   const std::string own = d.attr("class", "");
-  if (!own.empty() && kind_of_class(own, d.attr("vendor", "")) == d.kind) return own;
+  if (!own.empty() &&
+      (d.kind == Kind::Gpu || d.kind == Kind::Nic || kind_of_class(own, d.attr("vendor", "")) == d.kind))
+    return own;
   switch (d.kind) {
     case Kind::Gpu:
       return "0x030200";
@@ -156,7 +159,7 @@ struct Reader {
       check_text(net, id, "net name");
       if (id.empty()) id = fmt::format("{}/net{}", t.devices[nic_dev].id, i);
       if (t.find(id) >= 0) fail(net, fmt::format("duplicate net name '{}'", id));
-      t.add(Kind::Port, id, nic_dev, attrs_of(net, Kind::Port));
+      t.add(Kind::Port, id, nic_dev, attrs_of(net, Kind::Port, {"name"}));  // the name is the id
       i++;
     }
   }
@@ -187,6 +190,8 @@ struct Reader {
           nvlinks.push_back({d, target, l.attribute("tclass").value(), count, l});
         }
       } else if (name == "nic") {
+        if (c.parent().child("gpu"))
+          fail(c, "a <pci> holds one device, not both a <gpu> and a <nic> (one PCI function each)");
         t.devices[d].kind = Kind::Nic;
         nic(c, d);
       }
@@ -204,6 +209,8 @@ struct Reader {
           fail(p.node, fmt::format("target {} is not in the file and tclass does not say NVSwitch", p.target));
         target = t.add(Kind::NvSwitch, "nvswitch:" + p.target, t.host_of(p.gpu), {{"class", p.tclass}});
       }
+      if (const Kind k = t.devices[target].kind; k != Kind::Gpu && k != Kind::NvSwitch)
+        fail(p.node, fmt::format("target {} is a {}: NVLinks join GPUs and NVSwitches", p.target, kind_name(k)));
       if (t.devices[target].kind == Kind::Gpu) {
         // A GPU pair lists the link twice (once from each side): keep one.
         bool seen = false;
@@ -329,7 +336,7 @@ void write_device(const Topology& t, const std::vector<std::vector<int>>& childr
       if (t.devices[k].kind == Kind::Port) {
         // The name is the port's id: without it the reader names it after the NIC.
         std::map<std::string, std::string> attrs = t.devices[k].attrs;
-        attrs.emplace("name", t.devices[k].id);
+        attrs["name"] = t.devices[k].id;
         o << ind << (has_bus ? "    " : "  ") << "<net";
         write_attrs(o, attrs, false, false);
         o << "/>\n";

@@ -222,9 +222,12 @@ TEST_CASE("damaged input gives a located error, never a crash") {
                               "\"id\": \"a\", \"parent\": \"b\"}]}",
                               "j"),
                     Catch::Contains("parent 'b'"));
-  CHECK_THROWS_WITH(
-      from_json("{\"format\": \"coral-topology\", \"version\": 1, \"devices\": [], \"links\": [{\"a\": \"x\"}]}", "j"),
-      Catch::Contains("links[0]"));
+  CHECK_THROWS_WITH(from_json("{\"format\": \"coral-topology\", \"version\": 1, \"devices\": [{\"kind\": \"host\", "
+                              "\"id\": \"h\"}], \"links\": [{\"a\": \"x\"}]}",
+                              "j"),
+                    Catch::Contains("links[0]"));
+  CHECK_THROWS_WITH(from_json("{\"format\": \"coral-topology\", \"version\": 1, \"devices\": []}", "j"),
+                    Catch::Contains("\"devices\" is empty"));
   CHECK_THROWS_WITH(from_json("{\"format\": \"coral-topology\"", "j"), Catch::Contains("not valid JSON"));
   CHECK_THROWS_WITH(from_json("[1,2]", "j"), Catch::Contains("not a coral-topology document"));
   CHECK_THROWS_WITH(load_file("/nonexistent.xml"), Catch::Contains("cannot open"));

@@ -96,6 +96,14 @@ TEST_CASE("misplaced elements are errors naming the line") {
   e = xml_error(
       nccl_with("<pci busid=\"0000:02:00.0\" class=\"0x030200\">\n<gpu dev=\"0\"/>\n<gpu dev=\"1\"/>\n</pci>\n"));
   CHECK_THAT(e, Catch::Contains("line 6") && Catch::Contains("a second <gpu>") && Catch::Contains("line 5"));
+  // One PCI function cannot be both a GPU and a NIC.
+  e = xml_error(nccl_with("<pci busid=\"0000:02:00.0\" class=\"0x030200\">\n<gpu dev=\"0\"/>\n<nic/>\n</pci>\n"));
+  CHECK_THAT(e, Catch::Contains("line 6") && Catch::Contains("not both a <gpu> and a <nic>"));
+  // An NVLink to a NIC.
+  e = xml_error(nccl_with(
+      "<pci busid=\"0000:02:00.0\" class=\"0x030200\">\n<gpu dev=\"0\"><nvlink target=\"0000:03:00.0\" count=\"2\"/>"
+      "</gpu>\n</pci>\n<pci busid=\"0000:03:00.0\" class=\"0x020000\"><nic/></pci>\n"));
+  CHECK_THAT(e, Catch::Contains("target 0000:03:00.0 is a nic: NVLinks join GPUs and NVSwitches"));
   // A <net> with no <nic>.
   e = xml_error(nccl_with("<pci busid=\"0000:02:00.0\" class=\"0x020000\">\n<net name=\"mlx5_0\"/>\n</pci>\n"));
   CHECK_THAT(e, Catch::Contains("line 5") && Catch::Contains("<net> belongs inside <nic>, not <pci>"));
