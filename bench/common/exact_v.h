@@ -74,13 +74,17 @@ struct Layout {
   }
   // The size nccl-tests reports, in elements: the count for all-reduce, broadcast and reduce,
   // the whole buffer (P blocks) for the others. For the v-forms the sum of the blocks, and for
-  // all-to-all-v the mean over ranks of what each sends, so busbw compares with the even form.
+  // all-to-all-v, as nccl-tests, the most any rank sends or receives: the busiest rank bounds
+  // the time.
   size_t total_elems() const {
     size_t t = 0;
     if (coll == Coll::AllToAllv) {
-      for (int s = 0; s < p; ++s)
-        for (int d = 0; d < p; ++d) t += vv_count(n, skew, s, d, p);
-      return t / p;
+      for (int r = 0; r < p; ++r) {
+        size_t sent = 0, got = 0;
+        for (int q = 0; q < p; ++q) sent += vv_count(n, skew, r, q, p), got += vv_count(n, skew, q, r, p);
+        t = std::max({t, sent, got});
+      }
+      return t;
     }
     if (is_v()) {
       for (size_t c : recvcounts) t += c;

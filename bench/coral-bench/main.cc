@@ -243,13 +243,17 @@ void sync_stream() {
   if (g_stream) check_device(coralStreamSynchronize(g_stream), "coralStreamSynchronize");
 }
 
-// One rank's buffers for a size (bytes, nccl-tests' size): per-rank blocks of size / P for all
-// but all-reduce, broadcast and reduce; the v-forms' blocks around that, spread by --skew.
+bool whole_count(exact::Coll c) {
+  return c == exact::Coll::AllReduce || c == exact::Coll::Broadcast || c == exact::Coll::Reduce;
+}
+
+// One rank's buffers for a size (bytes, nccl-tests' size): per-rank blocks of size / P, rounded
+// down to 16 bytes as nccl-tests does (so rows of both line up), for all but all-reduce,
+// broadcast and reduce; the v-forms' blocks around that, spread by --skew.
 exact::Layout layout_of(const Options& o, size_t size, coralDataType_t t, int rank, int nranks) {
-  const size_t count = size / exact::size_of(t);
-  const bool whole =
-      o.coll == exact::Coll::AllReduce || o.coll == exact::Coll::Broadcast || o.coll == exact::Coll::Reduce;
-  return exact::layout(o.coll, rank, nranks, o.root, whole ? count : count / nranks, o.skew);
+  const size_t es = exact::size_of(t), count = size / es;
+  const size_t block = (count / static_cast<size_t>(nranks)) & ~(16 / es - 1);
+  return exact::layout(o.coll, rank, nranks, o.root, whole_count(o.coll) ? count : block, o.skew);
 }
 
 // Times iters calls and checks one fresh call. Returns the timing on this rank (wrong: local).
@@ -385,8 +389,19 @@ static int run(int argc, char** argv) {
       }
       for (size_t size : o.sizes()) {
         const exact::Layout l = layout_of(o, size, t, rank, nranks);
-        const size_t count = l.total_elems(), bytes = count * es;
-        Row r{bytes, count, type_name(t), op_name(op), has_root(o.coll) ? o.root : -1, {}, {}, {}, 0, 0, -1};
+        // Columns as nccl-tests': the buffer's bytes, and the count argument (a rank's block).
+        const size_t bytes = l.total_elems() * es, count = l.n;
+        Row r{bytes,
+              count,
+              type_name(t),
+              reduces(o.coll) ? op_name(op) : "none",
+              has_root(o.coll) ? o.root : -1,
+              {},
+              {},
+              {},
+              0,
+              0,
+              -1};
         for (bool ip : {false, true}) {
           Timing tm = measure(o, b, ip, l, t, op, call_op, nranks, seed++);
           tm.algbw = tm.time_us > 0 ? bytes / (tm.time_us * 1e-6) / 1e9 : 0;

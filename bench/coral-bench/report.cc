@@ -89,8 +89,10 @@ void print_row(const Options& o, const Row& r) {
                 r.bound_pct < 0 ? "" : fmt::format("{:.1f}", r.bound_pct).c_str());
   } else {
     std::printf("%12zu  %12zu  %8s  %6s  %6d", r.bytes, r.count, r.type.c_str(), r.op.c_str(), r.root);
+    // nccl-tests' #wrong: N/A when nothing was checked (-c 0).
     for (const Timing* t : {&r.oop, &r.ip})
-      std::printf("  %7s  %6.2f  %6.2f  %5zu", time_str(t->time_us).c_str(), t->algbw, t->busbw, t->wrong);
+      std::printf("  %7s  %6.2f  %6.2f  %6s", time_str(t->time_us).c_str(), t->algbw, t->busbw,
+                  o.check ? std::to_string(t->wrong).c_str() : "N/A");
     std::printf("  %9s  %6s  %6s\n", r.algo.c_str(), human_bytes(r.chunk_bytes).c_str(),
                 r.bound_pct < 0 ? "n/a" : fmt::format("{:.1f}%", r.bound_pct).c_str());
   }

@@ -37,9 +37,12 @@ for coll in alltoall alltoallv gather scatter allgatherv reducescatterv; do
   root=-1; [ $coll = gather ] || [ $coll = scatter ] && root=2
   echo "$out" | awk -v r=$root '/^ +[0-9]/ && $5 != r {bad = 1} END {exit bad}' || fail "$coll root column: $out"
 done
-# nccl-tests' binary names and an even and a skewed all-to-all-v; the sizes agree with the counts.
+# nccl-tests' binary names and an even and a skewed all-to-all-v; the columns are nccl-tests':
+# the buffer's bytes and a rank's block (its count argument), rounded down to 16 bytes.
 out=$("$run" -n 3 --no-prefix "$bench" -t all_to_all_perf -b 3K -e 3K -n 1 -w 0) || fail "-t all_to_all_perf: $out"
-echo "$out" | grep -q "^ *3072 *768 " || fail "alltoall 3K is not 768 floats: $out"
+echo "$out" | grep -q "^ *3072 *256 *float *none " || fail "alltoall 3K is not 3 blocks of 256 floats: $out"
+out=$("$run" -n 3 --no-prefix "$bench" -t allgather -b 100 -e 100 -n 1 -w 0 -c 0) || fail "allgather 100: $out"
+echo "$out" | grep -q "^ *96 *8 *float *none *-1 .* N/A .* N/A" || fail "allgather 100 B over 3 ranks, unchecked: $out"
 for skew in 1 4; do
   out=$("$run" -n 4 --no-prefix "$bench" -t alltoallv -b 64K -e 64K -n 1 -w 0 --skew $skew) || fail "--skew $skew: $out"
   echo "$out" | grep -q "Out of bounds values : 0 OK" || fail "--skew $skew results: $out"
