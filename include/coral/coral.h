@@ -94,10 +94,10 @@ CORAL_API coralResult_t coralGetVersion(int* version);
  * *uniqueId together with a random per-job secret. Broadcast it to every rank out of band. */
 CORAL_API coralResult_t coralGetUniqueId(coralUniqueId* uniqueId);
 /* A unique id every process can make by itself from one agreed address ("host:port" or
- * "[ipv6]:port"): rank 0 of the communicator created from it serves the store on that port, and
- * the others connect there (NCCL_COMM_ID's scheme). Its secret is derived from the address, so
- * it keeps jobs apart but authenticates nothing. One process may create several communicators
- * from the same id, one after another, with the same process as rank 0. */
+ * "[ipv6]:port"; NCCL_COMM_ID's scheme): rank 0 of each communicator created from it listens on
+ * that port while the ranks arrive, hands them a store of its own and frees the port. Several
+ * communicators may come from one id, one after another, with any members and rank 0. Its
+ * secret is derived from the port, so it keeps jobs apart but authenticates nothing. */
 CORAL_API coralResult_t coralGetUniqueIdAt(const char* address, coralUniqueId* uniqueId);
 CORAL_API coralResult_t coralCommInitRank(coralComm_t* comm, int nranks, coralUniqueId commId, int rank);
 /* Options for coralCommInitRankConfig, as NCCL's ncclConfig_t: start from CORAL_CONFIG_INITIALIZER

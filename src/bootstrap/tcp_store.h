@@ -42,7 +42,7 @@ int start_detached_store_server(const net::SockAddr& addr, const wire::Secret& s
                                 std::chrono::milliseconds idle_timeout);
 
 // Serves a store on addr's port for the rest of the process: the rank 0 side of a rendezvous at
-// a known address (MASTER_ADDR/MASTER_PORT, coralGetUniqueIdAt). A later call for the same port
+// a known address (MASTER_ADDR/MASTER_PORT). A later call for the same port
 // and secret finds it served already, so one process may create many communicators there; a
 // port another process holds fails with the bind error.
 void serve_store_at(const net::SockAddr& addr, const wire::Secret& secret);

@@ -12,8 +12,8 @@ namespace coral::bootstrap {
 struct UniqueId {
   std::string addr;  // host:port or [ipv6]:port of the store
   wire::Secret secret{};
-  // Made from an address alone (coralGetUniqueIdAt): rank 0 of the communicator serves the store
-  // there when it is created, and the secret is derived from the address.
+  // Made from an address alone (coralGetUniqueIdAt): rank 0 of each communicator created from it
+  // serves a meeting there while its ranks arrive (meet_at.h); the secret comes from the port.
   bool rank0_serves = false;
 };
 

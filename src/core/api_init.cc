@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/socket.h"
 #include "bootstrap/launcher_env.h"
+#include "bootstrap/meet_at.h"
 #include "bootstrap/tcp_store.h"
 #include "bootstrap/unique_id.h"
 #include "core/api_checks.h"
@@ -59,18 +60,6 @@ Options options_of(const coralConfig_t* c) {
   return o;
 }
 
-// Rank 0's side of an id from coralGetUniqueIdAt: the store listens on the id's port, every
-// interface of the address's family.
-void serve_id_store(const std::string& addr, const coral::bootstrap::wire::Secret& secret) {
-  const coral::net::SockAddr at = coral::net::resolve(addr);
-  try {
-    coral::bootstrap::serve_store_at(coral::net::resolve(at.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", at.port()),
-                                     secret);
-  } catch (const coral::Error& e) {
-    fail(e.code(), "rank 0 cannot serve the store of this unique id at " + addr + ": " + e.what());
-  }
-}
-
 }  // namespace
 
 extern "C" {
@@ -78,13 +67,8 @@ extern "C" {
 coralResult_t coralGetUniqueId(coralUniqueId* id) {
   return guard(nullptr, "coralGetUniqueId", [&] {
     if (!id) fail(coralInvalidArgument, "uniqueId is NULL");
-    coral::bootstrap::wire::Secret secret = coral::bootstrap::wire::random_secret();
     auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_s() * 1000));
-    int port = coral::bootstrap::start_detached_store_server(coral::net::resolve("0.0.0.0", 0), secret, ms);
-    const std::string host = coral::net::default_host_address();
-    coral::bootstrap::encode_unique_id(
-        {(host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port), secret},
-        id->internal);
+    coral::bootstrap::encode_unique_id(coral::bootstrap::fresh_store(ms), id->internal);
   });
 }
 
@@ -93,8 +77,11 @@ coralResult_t coralGetUniqueIdAt(const char* address, coralUniqueId* id) {
     if (!id) fail(coralInvalidArgument, "uniqueId is NULL");
     if (!address) fail(coralInvalidArgument, "address is NULL");
     const std::string addr = address;
-    coral::bootstrap::encode_unique_id({addr, coral::bootstrap::wire::derived_secret("coral-id-at|" + addr), true},
-                                       id->internal);
+    coral::bootstrap::UniqueId at{addr, {}, true};
+    coral::bootstrap::encode_unique_id(at, id->internal);  // checks the address
+    // From the port alone: localhost:P and 127.0.0.1:P are one meeting place.
+    at.secret = coral::bootstrap::wire::derived_secret("coral-id-at|" + addr.substr(addr.rfind(':') + 1));
+    coral::bootstrap::encode_unique_id(at, id->internal);
   });
 }
 
@@ -115,20 +102,22 @@ coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUnique
     const coral::bootstrap::UniqueId uid = coral::bootstrap::decode_unique_id(commId.internal);
     const Options opt = options_of(config);
     background = !opt.blocking;
-    const coral::bootstrap::wire::Secret secret = uid.secret;
     // Communicators are numbered in creation order on this rank (next_prefix): a background
-    // creation takes its number now, so that one created after it cannot take the same.
-    const std::string prefix = next_prefix(coral::bootstrap::wire::secret_to_hex(secret).substr(0, 16), rank);
-    const std::string addr = uid.addr;
+    // creation takes its number now, so that one created after it cannot take the same. One met
+    // at an address has a fresh store of its own: the first there.
+    const std::string prefix =
+        uid.rank0_serves ? "" : next_prefix(coral::bootstrap::wire::secret_to_hex(uid.secret).substr(0, 16), rank);
     auto cancel = opt.blocking ? nullptr : std::make_shared<coral::bootstrap::CancelToken>();
-    const bool serve = uid.rank0_serves && rank == 0;
-    auto create = [secret, addr, serve, prefix, opt, nranks, rank, cancel] {
+    auto create = [uid, prefix, opt, nranks, rank, cancel] {
       coral::Communicator::check_settings();
       const double timeout = opt.timeout_s > 0 ? opt.timeout_s : timeout_s();
       auto ms = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
-      if (serve) serve_id_store(addr, secret);
-      auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(addr), secret, ms, cancel);
-      return std::make_unique<coral::Communicator>(store, prefix, rank, nranks, opt.timeout_s);
+      const coral::bootstrap::UniqueId id =
+          uid.rank0_serves ? coral::bootstrap::meet_at(uid, nranks, rank, ms, cancel) : uid;
+      const std::string name =
+          prefix.empty() ? coral::bootstrap::wire::secret_to_hex(id.secret).substr(0, 16) + "/c0" : prefix;
+      auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(id.addr), id.secret, ms, cancel);
+      return std::make_unique<coral::Communicator>(store, name, rank, nranks, opt.timeout_s);
     };
     if (opt.blocking) {
       *comm = new coralComm(create());

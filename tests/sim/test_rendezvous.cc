@@ -130,8 +130,61 @@ TEST_CASE("an address-made id whose port another process holds fails at rank 0, 
     return std::string(coralGetLastError(nullptr));
   });
   close(busy);
-  CHECK_THAT(reports[0], Catch::Contains("rank 0 cannot serve the store of this unique id at " + addr));
+  CHECK_THAT(reports[0], Catch::Contains("rank 0 cannot serve the rendezvous at " + addr));
   CHECK_THAT(reports[0], Catch::Contains("in use"));
+}
+
+// Communicators one after another from one address, as NCCL_COMM_ID users make them: a process
+// may sit one out, another process may be rank 0 of the next, and ranks may spell the address
+// differently. Each round: ranks[p] is process p's rank, -1 for none. (As in NCCL, a process
+// that sat one out must not be rank 0 of the next: it would open the next meeting while the
+// other processes still create the one it sat out.)
+TEST_CASE("address-made ids serve communicators of changing members and rank 0s") {
+  const int port = free_port();
+  const std::vector<std::vector<int>> rounds = {{0, 1, 2}, {0, 1, -1}, {1, 0, 2}, {2, 1, 0}, {-1, 0, 1}, {1, 0, 2}};
+  auto reports = forked(3, [&](int proc) {
+    // The same place spelt two ways.
+    const std::string addr = (proc == 1 ? "localhost:" : "127.0.0.1:") + std::to_string(port);
+    coralUniqueId id;
+    if (coralGetUniqueIdAt(addr.c_str(), &id) != coralSuccess) return std::string("id: ") + coralGetLastError(nullptr);
+    for (size_t round = 0; round < rounds.size(); ++round) {
+      const int rank = rounds[round][static_cast<size_t>(proc)];
+      if (rank < 0) continue;
+      int n = 0;
+      for (int r : rounds[round]) n += r >= 0;
+      coralComm_t comm;
+      if (coralCommInitRank(&comm, n, id, rank) != coralSuccess)
+        return "round " + std::to_string(round) + ": " + coralGetLastError(nullptr);
+      const std::string r = sum_check(comm, rank, n, static_cast<int>(round));
+      coralCommDestroy(comm);
+      if (!r.empty()) return r;
+    }
+    return std::string();
+  });
+  for (int r = 0; r < 3; ++r) CHECK(reports[r] == "");
+}
+
+TEST_CASE("a rank 0 that exits right after creating the communicator leaves the others a whole one") {
+  for (int round = 0; round < 10; ++round) {
+    int ids[2];
+    REQUIRE(pipe(ids) == 0);
+    auto reports = forked(3, [&](int rank) {
+      coralUniqueId id;
+      if (rank == 0) {
+        if (coralGetUniqueId(&id) != coralSuccess) return std::string("id");
+        for (int q = 1; q < 3; ++q) (void)!write(ids[1], &id, sizeof id);
+      } else if (read(ids[0], &id, sizeof id) != sizeof id) {
+        return std::string("no id");
+      }
+      coralComm_t comm;
+      if (coralCommInitRank(&comm, 3, id, rank) != coralSuccess) return std::string(coralGetLastError(nullptr));
+      coralCommDestroy(comm);
+      return std::string();  // rank 0's process, and its store, end here
+    });
+    close(ids[0]);
+    close(ids[1]);
+    for (int r = 0; r < 3; ++r) CHECK(reports[r] == "");
+  }
 }
 
 TEST_CASE("coralCommInitEnv under MASTER_ADDR/MASTER_PORT creates a communicator more than once") {
