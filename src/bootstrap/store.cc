@@ -59,4 +59,19 @@ void store_barrier(Store& store, const std::string& prefix, int rank, int nranks
   store_allgather(store, prefix, rank, nranks, Bytes{}, timeout);
 }
 
+void store_last_barrier(Store& store, const std::string& prefix, int rank, int nranks,
+                        std::chrono::milliseconds timeout) {
+  store_barrier(store, prefix, rank, nranks, timeout);
+  if (nranks == 1) return;
+  if (rank != 0) {
+    if (store.add(prefix + "/left", 1) == nranks - 1) store.set(prefix + "/all-left", {});
+    return;
+  }
+  try {
+    store.get(prefix + "/all-left", std::min(timeout, std::chrono::milliseconds(10000)));
+  } catch (const Error&) {
+    // A rank that died right after the barrier: its peers will find out; the barrier was met.
+  }
+}
+
 }  // namespace coral::bootstrap

@@ -72,5 +72,10 @@ std::string to_string(const Bytes& b);
 std::vector<Bytes> store_allgather(Store& store, const std::string& prefix, int rank, int nranks, const Bytes& mine,
                                    std::chrono::milliseconds timeout);
 void store_barrier(Store& store, const std::string& prefix, int rank, int nranks, std::chrono::milliseconds timeout);
+// A barrier after which the store may go: rank 0, whose process often serves it
+// (coralGetUniqueId, MASTER_ADDR), returns once the others have read it (10 s at most), so a
+// program that ends right after does not take the store from under their last reads.
+void store_last_barrier(Store& store, const std::string& prefix, int rank, int nranks,
+                        std::chrono::milliseconds timeout);
 
 }  // namespace coral::bootstrap

@@ -182,21 +182,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, const std::s
   // The NIC's speed from the topology, until the probe measures the links.
   if (placement_.nic_gbs > 0) tune.inter.beta = 1 / (placement_.nic_gbs * 1e9);
   if (tune.hosts > 1 && probe) probe_links();
-  bootstrap::store_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
-  // The store often lives in rank 0's process (coralGetUniqueId, MASTER_ADDR): rank 0 returns
-  // once the others have read the barrier, so a program that ends right after creating the
-  // communicator does not take the store from under their last reads.
-  if (nranks > 1) {
-    if (rank != 0) {
-      if (store_->add(prefix + "/left", 1) == nranks - 1) store_->set(prefix + "/all-left", {});
-    } else {
-      try {
-        store_->get(prefix + "/all-left", std::min(timeout, std::chrono::milliseconds(10000)));
-      } catch (const Error&) {
-        // A rank that died right after the barrier: its peers will see it; creation is done.
-      }
-    }
-  }
+  bootstrap::store_last_barrier(*store_, prefix + "/ready", rank, nranks, timeout);
   constructing_ = false;
   log::info(log::Init, "communicator ready: rank {} of {}", rank, nranks);
 }
