@@ -113,6 +113,15 @@ err=$(CORAL_SECRET=$(printf '%064d' 7) "$run" -n 1 --nnodes 2 --root foo true 2>
 out=$(CORAL_SECRET=$(printf '%064d' 7) "$run" -n 2 --nnodes 2 --node-rank 1 --root 127.0.0.1:1 \
       sh -c 'echo rank=$CORAL_RANK' 2>&1)
 grep -q '^\[3\] rank=3$' <<<"$out" || fail "node 1's prefixes are not global ranks: $out"
+# ...and so is the rank its summary names.
+out=$(CORAL_SECRET=$(printf '%064d' 7) "$run" -n 2 --nnodes 2 --node-rank 1 --root 127.0.0.1:1 \
+      sh -c '[ "$CORAL_RANK" = 3 ] && exit 3; sleep 5' 2>&1)
+grep -q "coral-run: rank 3 (pid [0-9]*) exited with code 3" <<<"$out" || fail "node 1's summary: $out"
+# A stopped rank is woken to take the stop: the job ends at once, not when SIGKILL comes (3 s).
+start=$(date +%s%N)
+"$run" -n 2 sh -c 'if [ "$CORAL_RANK" = 0 ]; then kill -STOP $$; sleep 30; else sleep 0.3; exit 1; fi' >/dev/null 2>&1
+took=$((($(date +%s%N) - start) / 1000000))
+[ $took -lt 2500 ] || fail "a job with a stopped rank took $took ms to stop"
 # SIGUSR1 asks the ranks that catch it (Coral's) to dump; it must not kill a rank that does not.
 "$run" -n 2 -- sleep 5 >/dev/null 2>&1 &
 pid=$!

@@ -29,7 +29,7 @@ std::vector<std::string> dump_files(const std::string& path) {
 
 }  // namespace
 
-std::string flight_table(const std::string& path, int nranks) {
+std::string flight_table(const std::string& path, int first, int nranks) {
   std::map<int, nlohmann::json> last;  // each rank's latest dump header
   for (const std::string& f : dump_files(path)) {
     std::ifstream in(f);
@@ -43,7 +43,7 @@ std::string flight_table(const std::string& path, int nranks) {
   if (last.empty()) return "";
   std::string t = fmt::format("{:>5}  {:<24}  {:<24}  {:<10}  {:<9}  {}\n", "rank", "last completed", "current op",
                               "step", "waits for", "state");
-  for (int r = 0; r < nranks; ++r) {
+  for (int r = first; r < first + nranks; ++r) {
     auto it = last.find(r);
     if (it == last.end()) {
       t += fmt::format("{:>5}  (no dump: stopped, exited, or not using Coral)\n", r);

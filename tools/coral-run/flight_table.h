@@ -6,7 +6,8 @@
 namespace coral::run {
 
 // path: the dump directory (one file per rank) or a file ranks append to. "" when no rank has
-// dumped; ranks that did not dump are listed as such.
-std::string flight_table(const std::string& path, int nranks);
+// dumped; ranks first..first+nranks-1 (this node's, by global rank) that did not dump are listed
+// as such.
+std::string flight_table(const std::string& path, int first, int nranks);
 
 }  // namespace coral::run

@@ -129,7 +129,8 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
   setenv("MASTER_PORT", std::to_string(torch_master.second).c_str(), 1);
   if (!cpus.empty()) {
     std::string why = bind_rank(cpus, rank);
-    if (!why.empty()) std::fprintf(stderr, "coral-run: rank %d runs unbound: %s\n", rank, why.c_str());
+    if (!why.empty())
+      std::fprintf(stderr, "coral-run: rank %d runs unbound: %s\n", opt.node_rank * opt.nranks + rank, why.c_str());
   }
   std::vector<char*> argv;
   for (const std::string& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -228,9 +229,17 @@ int launch(const Options& opt) {
   std::string why;
   Clock::time_point kill_at{};
   bool stopping = false;
+  const int first_rank = opt.node_rank * opt.nranks;  // messages name global ranks
   auto stop_all = [&](int sig) {
-    for (Rank& r : ranks)
-      if (r.running) sig == SIGUSR1 ? ask_dump(r.pid) : void(kill(-r.pid, sig));
+    for (Rank& r : ranks) {
+      if (!r.running) continue;
+      if (sig == SIGUSR1) {
+        ask_dump(r.pid);
+        continue;
+      }
+      kill(-r.pid, sig);
+      if (sig == SIGTERM) kill(-r.pid, SIGCONT);  // a stopped rank acts on it now, not at SIGKILL
+    }
   };
   int running = opt.nranks;
   int received = 0;  // the signal that stopped the job, if one did
@@ -240,7 +249,7 @@ int launch(const Options& opt) {
   Clock::time_point table_at{};
   bool then_stop = false, table_printed = false;
   auto print_table = [&] {
-    const std::string t = flight_table(dump_dir, opt.nranks);
+    const std::string t = flight_table(dump_dir, first_rank, opt.nranks);
     if (!t.empty())
       std::fprintf(stderr, "coral-run: where each rank is (flight recorders, %s):\n%s", dump_dir.c_str(), t.c_str());
     table_printed = table_printed || !t.empty();
@@ -294,15 +303,15 @@ int launch(const Options& opt) {
       bool bad = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
       if (bad && opt.keep_going && !stopping) {
         // Elastic programs go on without it: say so, and keep every other rank running.
-        std::fprintf(stderr, "coral-run: rank %d (pid %d) %s; the other ranks go on (--keep-going)\n", r,
+        std::fprintf(stderr, "coral-run: rank %d (pid %d) %s; the other ranks go on (--keep-going)\n", first_rank + r,
                      static_cast<int>(ranks[r].pid), describe(st).c_str());
         continue;
       }
       if (bad && first_failed < 0 && !stopping) {
         first_failed = r;
-        why = "rank " + std::to_string(r) + " (pid " + std::to_string(ranks[r].pid) + ") " + describe(st);
+        why = "rank " + std::to_string(first_rank + r) + " (pid " + std::to_string(ranks[r].pid) + ") " + describe(st);
         stopping = true;
-        if (!flight_table(dump_dir, opt.nranks).empty()) {
+        if (!flight_table(dump_dir, first_rank, opt.nranks).empty()) {
           // It failed in Coral (it dumped): the others say where they are before they stop.
           stop_all(SIGUSR1);
           table_at = Clock::now() + std::chrono::milliseconds(500);
