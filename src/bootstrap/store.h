@@ -34,6 +34,12 @@ class Store {
  public:
   virtual ~Store() = default;
   virtual void set(const std::string& key, const Bytes& value) = 0;
+  // set that gives up (coralTimeout) after timeout, for writes nothing waits on. The default
+  // cannot be late.
+  virtual void set_within(const std::string& key, const Bytes& value, std::chrono::milliseconds timeout) {
+    (void)timeout;
+    set(key, value);
+  }
   // Waits until key exists; throws coral::Error(coralTimeout) after timeout.
   virtual Bytes get(const std::string& key, std::chrono::milliseconds timeout) = 0;
   // Atomically adds delta to the integer stored at key (0 if absent) and returns the new value.

@@ -57,6 +57,7 @@ class TcpStore : public Store {
            std::shared_ptr<CancelToken> cancel = nullptr);
   ~TcpStore() override;
   void set(const std::string& key, const Bytes& value) override;
+  void set_within(const std::string& key, const Bytes& value, std::chrono::milliseconds timeout) override;
   Bytes get(const std::string& key, std::chrono::milliseconds timeout) override;
   Bytes get_or_cancel(const std::string& key, std::chrono::milliseconds timeout, CancelToken& cancel) override;
   int64_t add(const std::string& key, int64_t delta) override;

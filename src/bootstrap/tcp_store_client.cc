@@ -118,6 +118,10 @@ void TcpStore::set(const std::string& key, const Bytes& value) {
   request(wire::Msg::Set, key, value, std::chrono::seconds(60));
 }
 
+void TcpStore::set_within(const std::string& key, const Bytes& value, std::chrono::milliseconds timeout) {
+  request(wire::Msg::Set, key, value, timeout);
+}
+
 Bytes TcpStore::get(const std::string& key, std::chrono::milliseconds timeout) {
   return request(wire::Msg::Get, key, {}, timeout);
 }

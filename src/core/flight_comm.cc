@@ -23,13 +23,21 @@ void Communicator::start_flight() {
   // idle publishes nothing itself, but its local peers see its board and the kernel's word.
   // Through the shared store, not this communicator's cancellable view: the records explain a
   // failure, a revoke's included.
+  // The waiting thread publishes: a store that cannot be reached (a cut link) must not hold it
+  // past its own timeout, so the writes share a short budget.
   if (tuner_.params().hosts > 1)
     flight_peers_.publish = [this] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
       try {
         for (int r = 0; r < nranks_; ++r)
-          if (host_index_[r] == host_index_[rank_] && (r == rank_ || host_.domain_of[r]))
-            shared_store_->set(fmt::format("{}/flight/{}", prefix_, r), bootstrap::to_bytes(rank_status(r).to_bytes()));
-      } catch (const Error&) {  // the store is gone too: the error says what this rank knows
+          if (host_index_[r] == host_index_[rank_] && (r == rank_ || host_.domain_of[r])) {
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+            if (left.count() <= 0) break;
+            shared_store_->set_within(fmt::format("{}/flight/{}", prefix_, r),
+                                      bootstrap::to_bytes(rank_status(r).to_bytes()), left);
+          }
+      } catch (const Error&) {  // the store is out of reach too: the error says what this rank knows
       }
     };
 }
