@@ -23,7 +23,7 @@ kill_host 1
 killed=$(date +%s%N)
 wait $job
 took_ms=$((($(date +%s%N) - killed) / 1000000))
-fails=$(grep -E '^h[02] \[[01]\] rank [0-9]+: [a-zA-Z ]+ \(' "$log")
+fails=$(grep -E '^h[02] \[[0-9]+\] rank [0-9]+: [a-zA-Z ]+ \(' "$log")
 echo "$fails"
 # coral-run stops a host's other rank once one fails, so each surviving host reports at least once.
 for h in h0 h2; do
