@@ -13,11 +13,7 @@ trap 'rm -f "$log"; netns_down' EXIT
 # 3 hosts x 2 ranks: host 1 holds ranks 2 and 3.
 (export CORAL_TRANSPORT=shm,$transport CORAL_TIMEOUT=60; JOB_TIMEOUT=90 run_job 2 "$prog" 60 262144 >"$log" 2>&1) &
 job=$!
-for _ in $(seq 300); do
-  [ "$(grep -c ': ready' "$log")" = 6 ] && break
-  sleep 0.1
-done
-[ "$(grep -c ': ready' "$log")" = 6 ] || { echo "FAIL: job did not start"; cat "$log"; exit 1; }
+wait_ready 6 "$log" || exit 1
 sleep 0.5
 kill_host 1
 killed=$(date +%s%N)

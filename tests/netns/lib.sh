@@ -13,6 +13,7 @@
 #                         JOB_TIMEOUT=S adds --timeout S, JOB_KEEP_GOING=1 adds --keep-going.
 #                         Each line of output is prefixed with the host: "h1 [3] ...".
 # kill_host I             SIGKILLs every process of host I (the host "goes down").
+# wait_ready N LOG        waits up to 30 s for N "ready" lines in LOG; fails (printing it) if not.
 set -u
 
 NETNS_PREFIX=${NETNS_PREFIX:-coral$$}
@@ -94,3 +95,14 @@ run_job() {
 }
 
 kill_host() { ip netns pids "${NETNS_PREFIX}-h$1" | xargs -r kill -9; }
+
+wait_ready() {
+  local n=$1 log=$2
+  for _ in $(seq 300); do
+    [ "$(grep -c ': ready' "$log")" = "$n" ] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: job did not start"
+  cat "$log"
+  return 1
+}

@@ -12,11 +12,7 @@ log=$(mktemp)
 trap 'rm -f "$log"; netns_down' EXIT
 (export CORAL_TIMEOUT=5; JOB_TIMEOUT=120 run_job 1 "$prog" 60 67108864 >"$log" 2>&1) &
 job=$!
-for _ in $(seq 300); do
-  [ "$(grep -c ': ready' "$log")" = 2 ] && break
-  sleep 0.1
-done
-[ "$(grep -c ': ready' "$log")" = 2 ] || { echo "FAIL: job did not start"; cat "$log"; exit 1; }
+wait_ready 2 "$log" || exit 1
 sleep 1
 ip -n "${NETNS_PREFIX}-h1" link set eth0 down
 cut=$(date +%s%N)

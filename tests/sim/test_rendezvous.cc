@@ -75,6 +75,18 @@ std::string sum_check(coralComm_t comm, int rank, int p, int round) {
   return "";
 }
 
+// Creates a communicator with `init` `rounds` times, each checked by an all-reduce; "" when right.
+std::string rounds_of(int rounds, int rank, int p, const std::function<coralResult_t(coralComm_t*)>& init) {
+  for (int round = 1; round <= rounds; ++round) {
+    coralComm_t comm;
+    if (init(&comm) != coralSuccess) return "init " + std::to_string(round) + ": " + coralGetLastError(nullptr);
+    const std::string r = sum_check(comm, rank, p, round);
+    coralCommDestroy(comm);
+    if (!r.empty()) return r;
+  }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("coralGetUniqueIdAt checks the address and gives every process the same id") {
@@ -100,15 +112,7 @@ TEST_CASE("ranks meet at an address-made id, twice, with no id handed around") {
   auto reports = forked(p, [&](int rank) {
     coralUniqueId id;
     if (coralGetUniqueIdAt(addr.c_str(), &id) != coralSuccess) return std::string("id: ") + coralGetLastError(nullptr);
-    for (int round = 1; round <= 2; ++round) {
-      coralComm_t comm;
-      if (coralCommInitRank(&comm, p, id, rank) != coralSuccess)
-        return "init " + std::to_string(round) + ": " + coralGetLastError(nullptr);
-      const std::string r = sum_check(comm, rank, p, round);
-      coralCommDestroy(comm);
-      if (!r.empty()) return r;
-    }
-    return std::string();
+    return rounds_of(2, rank, p, [&](coralComm_t* c) { return coralCommInitRank(c, p, id, rank); });
   });
   for (int r = 0; r < p; ++r) CHECK(reports[r] == "");
 }
@@ -198,15 +202,7 @@ TEST_CASE("coralCommInitEnv under MASTER_ADDR/MASTER_PORT creates a communicator
     setenv("WORLD_SIZE", std::to_string(p).c_str(), 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_PORT", port.c_str(), 1);
-    for (int round = 1; round <= 3; ++round) {
-      coralComm_t comm;
-      if (coralCommInitEnv(&comm) != coralSuccess)
-        return "init " + std::to_string(round) + ": " + coralGetLastError(nullptr);
-      const std::string r = sum_check(comm, rank, p, round);
-      coralCommDestroy(comm);
-      if (!r.empty()) return r;
-    }
-    return std::string();
+    return rounds_of(3, rank, p, [](coralComm_t* c) { return coralCommInitEnv(c); });
   });
   for (int r = 0; r < p; ++r) CHECK(reports[r] == "");
 }
