@@ -53,6 +53,7 @@ std::vector<coralDataType_t> parse_types(const std::string& v) {
 
 std::vector<coralRedOp_t> parse_ops(const std::string& v) {
   if (v == "all") return {coralSum, coralProd, coralMax, coralMin, coralAvg};
+  if (v == "mulsum") return parse_ops("premulsum");  // nccl-tests' name for it
   for (size_t o = 0; o < std::size(kOps); ++o)
     if (v == kOps[o]) return {kOpValues[o]};
   bad("-o '" + v + "' is not an op (sum prod max min avg band bor bxor premulsum all)");
@@ -109,7 +110,8 @@ Options parse_options(int argc, char** argv) {
   app.add_option("-i,--stepbytes", i, "size increment when no -f is given");
   app.add_option("-f,--stepfactor", o.factor, "size multiplication factor");
   app.add_option("-o,--op", op,
-                 "sum, prod, max, min, avg, band, bor, bxor (integer types), premulsum, or all (the first five)");
+                 "sum, prod, max, min, avg, band, bor, bxor (integer types), premulsum (or nccl-tests' mulsum), or all "
+                 "(the first five)");
   app.add_option("-d,--datatype", dt, "int8 ... bfloat16, f8e4m3, f8e5m2, or all");
   app.add_option("-r,--root", o.root, "root rank of broadcast, reduce, gather and scatter");
   app.add_option("-n,--iters", o.iters, "timed iterations");

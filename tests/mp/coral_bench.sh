@@ -54,6 +54,8 @@ for coll in allreduce reducescatter reduce reducescatterv; do
   echo "$out" | grep -q "Out of bounds values : 0 OK" || fail "-o premulsum -t $coll results: $out"
   echo "$out" | awk '/^ +[0-9]/ && $4 != "premulsum" {bad = 1} END {exit bad}' || fail "premulsum redop column: $out"
 done
+out=$("$run" -n 2 --no-prefix "$bench" -b 1K -e 1K -n 1 -w 0 -o mulsum) && grep -q " premulsum " <<<"$out" ||
+  fail "-o mulsum (nccl-tests' name): $out"
 # A corrupted all-to-all result is caught too.
 out=$("$run" -n 3 --no-prefix "$bench" -t alltoall -b 1K -e 1K -n 1 -w 0 --inject-error 2>&1) && fail "corrupted all-to-all gave exit 0"
 echo "$out" | grep -q "# Out of bounds values : [1-9][0-9]* FAILED" || fail "all-to-all corruption not reported: $out"
