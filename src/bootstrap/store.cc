@@ -39,33 +39,6 @@ void CancellableStore::set(const std::string& key, const Bytes& value) {
   inner_->set(key, value);
 }
 
-Bytes CancellableStore::get(const std::string& key, std::chrono::milliseconds timeout) {
-  if (watch_.empty()) return inner_->get_or_cancel(key, timeout, *cancel_);
-  using Clock = std::chrono::steady_clock;
-  const auto end = Clock::now() + timeout;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
-    try {
-      return inner_->get_or_cancel(key, std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(1000)),
-                                   *cancel_);
-    } catch (const Error& e) {
-      if (e.code() != coralTimeout || Clock::now() >= end) throw;
-    }
-    if (inner_->add(watch_, 0) > 0)
-      fail(coralRemoteError, to_string(inner_->get(watch_ + "/why", std::chrono::milliseconds(1000))));
-  }
-}
-
-void tell_failed(Store& store, const std::string& key, const std::string& why) {
-  try {
-    // The first failure is the cause; the ranks it stopped have nothing to add.
-    if (store.add(key, 0) > 0) return;
-    store.set_within(key + "/why", to_bytes(why), std::chrono::milliseconds(1000));
-    store.add(key, 1);      // after the reason: whoever sees the flag finds it
-  } catch (const Error&) {  // the store is out of reach: the others find out at their timeout
-  }
-}
-
 int64_t CancellableStore::add(const std::string& key, int64_t delta) {
   check();
   return inner_->add(key, delta);

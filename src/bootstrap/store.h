@@ -59,22 +59,17 @@ class CancellableStore final : public Store {
   CancellableStore(std::shared_ptr<Store> inner, std::shared_ptr<CancelToken> cancel)
       : inner_(std::move(inner)), cancel_(std::move(cancel)) {}
   void set(const std::string& key, const Bytes& value) override;
-  // With a watched key (tell_failed's), waits look at it once a second: a rank that said it
-  // failed ends them with coralRemoteError and its reason. "" stops watching.
-  Bytes get(const std::string& key, std::chrono::milliseconds timeout) override;
+  Bytes get(const std::string& key, std::chrono::milliseconds timeout) override {
+    return inner_->get_or_cancel(key, timeout, *cancel_);
+  }
   int64_t add(const std::string& key, int64_t delta) override;
   std::string address() const override { return inner_->address(); }
-  void watch(std::string key) { watch_ = std::move(key); }
 
  private:
   void check() const;
   std::shared_ptr<Store> inner_;
   std::shared_ptr<CancelToken> cancel_;
-  std::string watch_;  // set and read by the creating thread only
 };
-
-// Tells the ranks watching `key` that this one failed, and why (best effort, within a second).
-void tell_failed(Store& store, const std::string& key, const std::string& why);
 
 // Helpers built on any store. prefix scopes the keys of one communicator.
 Bytes to_bytes(const std::string& s);

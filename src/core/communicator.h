@@ -237,7 +237,6 @@ class Communicator {
   std::vector<int> host_index_;  // per rank: its host, numbered by first appearance (hierarchical algorithms)
   Placement placement_;
   void place(bootstrap::Exchange& exchange, const std::vector<PlaceInput>& inputs);
-  void construct(const std::string& prefix, int rank, int nranks);  // the constructor's body
   // The ring builders' order, set once by place(): null for rank order, which builds the
   // schedules of old.
   const std::vector<int>* ring_order_ = nullptr;

@@ -40,19 +40,6 @@ out=$( (for r in 0 1; do RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.
 [ "$(count_ok "$out")" -eq 2 ] || fail "torchrun variables: $out"
 echo "torchrun variables ok"
 
-# A rank that cannot join says why, and the others end at once with its reason (not at their
-# 30 s timeout): here an interface name only rank 1 was given.
-port=$((20000 + RANDOM % 20000))
-start=$(date +%s)
-common=(WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port CORAL_TIMEOUT=30)
-out=$( (env RANK=0 "${common[@]}" "$hello" &
-        env RANK=1 "${common[@]}" CORAL_SOCKET_IFNAME=bogus0 CORAL_TRANSPORT=tcp "$hello" &
-        wait) 2>&1)
-took=$(($(date +%s) - start))
-grep -q "rank 1 could not join: CORAL_SOCKET_IFNAME='bogus0'" <<<"$out" && [ $took -lt 15 ] ||
-  fail "a rank that could not join (rank 0 waited $took s): $out"
-echo "a failed rank's reason reaches the others ok"
-
 # No launcher at all: a clear error, not a hang.
 out=$(env -u CORAL_RANK -u RANK timeout 20 "$hello" 2>&1) && fail "no launcher accepted"
 grep -q "no launcher found" <<<"$out" || fail "no-launcher message: $out"
