@@ -30,7 +30,6 @@ Bytes offer(const UniqueId& id, int nranks) {
 }
 
 UniqueId serve(const UniqueId& at, int nranks, milliseconds timeout, const std::shared_ptr<CancelToken>& cancel) {
-  const UniqueId mine = fresh_store(timeout);
   const net::SockAddr where = net::resolve(at.addr);
   const bool v6 = where.ss.ss_family == AF_INET6;
   // The previous communicator's meeting may still hold the port for a moment (a process that
@@ -46,6 +45,9 @@ UniqueId serve(const UniqueId& at, int nranks, milliseconds timeout, const std::
       std::this_thread::sleep_for(milliseconds(20));
     }
   }
+  // The communicator's own store, at the host the others reached this one at (the agreed
+  // address, not a guess that may be another interface or family); it must outlive the meeting.
+  const UniqueId mine = fresh_store(2 * timeout, at.addr.substr(0, at.addr.rfind(':')), v6);
   if (nranks == 1) return mine;  // the port was free: nobody else to wait for
   TcpStore client(net::resolve(v6 ? "::1" : "127.0.0.1", where.port()), at.secret, timeout, cancel);
   client.set("id", offer(mine, nranks));
@@ -96,12 +98,16 @@ UniqueId join(const UniqueId& at, int nranks, int rank, milliseconds timeout,
 
 }  // namespace
 
-UniqueId fresh_store(milliseconds idle_timeout) {
+UniqueId fresh_store(milliseconds idle_timeout, const std::string& host, bool v6) {
   UniqueId id;
   id.secret = wire::random_secret();
-  const int port = start_detached_store_server(net::resolve("0.0.0.0", 0), id.secret, idle_timeout);
-  const std::string host = net::default_host_address();
-  id.addr = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  const int port = start_detached_store_server(net::resolve(v6 ? "::" : "0.0.0.0", 0), id.secret, idle_timeout);
+  std::string h = host;
+  if (h.empty()) {
+    h = net::default_host_address();
+    if (h.find(':') != std::string::npos) h = "[" + h + "]";
+  }
+  id.addr = h + ":" + std::to_string(port);
   return id;
 }
 

@@ -15,8 +15,9 @@
 namespace coral::bootstrap {
 
 // A store served by a thread of this process until it is idle, and the id that names it
-// (coralGetUniqueId).
-UniqueId fresh_store(std::chrono::milliseconds idle_timeout);
+// (coralGetUniqueId): at `host` (as written in an address, [v6] bracketed), or where the
+// default route leaves when it is "".
+UniqueId fresh_store(std::chrono::milliseconds idle_timeout, const std::string& host = "", bool v6 = false);
 
 // The id of the communicator this rank joins, met at `at` (an id with rank0_serves). Rank 0
 // serves the meeting and returns the id of its fresh store; the others wait (up to timeout) for

@@ -117,6 +117,28 @@ TEST_CASE("ranks meet at an address-made id, twice, with no id handed around") {
   for (int r = 0; r < p; ++r) CHECK(reports[r] == "");
 }
 
+TEST_CASE("ranks meet at an IPv6 address, and their store is there too") {
+  int probe = socket(AF_INET6, SOCK_STREAM, 0);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  socklen_t len = sizeof a;
+  if (probe < 0 || bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    WARN("no IPv6 loopback here");
+    if (probe >= 0) close(probe);
+    return;
+  }
+  REQUIRE(getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  close(probe);
+  const std::string addr = "[::1]:" + std::to_string(ntohs(a.sin6_port));
+  auto reports = forked(2, [&](int rank) {
+    coralUniqueId id;
+    if (coralGetUniqueIdAt(addr.c_str(), &id) != coralSuccess) return std::string("id: ") + coralGetLastError(nullptr);
+    return rounds_of(1, rank, 2, [&](coralComm_t* c) { return coralCommInitRank(c, 2, id, rank); });
+  });
+  for (int r = 0; r < 2; ++r) CHECK(reports[r] == "");
+}
+
 TEST_CASE("an address-made id whose port another process holds fails at rank 0, naming it") {
   int busy = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
