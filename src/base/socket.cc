@@ -44,6 +44,8 @@ void SockAddr::set_port(int port) {
     reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(port);
 }
 
+SockAddr any_address(bool v6, int port) { return resolve(v6 ? "::" : "0.0.0.0", port); }
+
 SockAddr resolve(const std::string& host, int port) {
   if (port < 0 || port > 65535) fail(coralInvalidArgument, "port " + std::to_string(port) + " out of range");
   addrinfo hints{};

@@ -22,6 +22,9 @@ struct SockAddr {
 // "host:port", "[v6]:port"; the host may be a name. Throws coralInvalidArgument when malformed.
 SockAddr resolve(const std::string& host_port);
 SockAddr resolve(const std::string& host, int port);
+// Every interface of an address family ("::" with v6, else "0.0.0.0") at port: where a server
+// listens that others reach at an address of that family.
+SockAddr any_address(bool v6, int port);
 // Listening socket bound to addr (port 0 = ephemeral); returns fd.
 int listen_on(const SockAddr& addr, int backlog = 128);
 SockAddr local_address(int fd);

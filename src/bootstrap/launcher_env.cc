@@ -39,8 +39,6 @@ struct Source {
   const char* local_rank;
 };
 
-std::string job_key_of(const wire::Secret& s) { return wire::secret_to_hex(s).substr(0, 16); }
-
 // Weak fallback when no secret was handed out: every rank derives the same value from the job's
 // identity. Documented: set CORAL_SECRET for real protection across hosts.
 wire::Secret env_secret(const LaunchEnv& e) {
@@ -113,7 +111,7 @@ static Rendezvous file_rendezvous(const LaunchEnv& e, double timeout_s) {
     close(fd);
     if (!ok || rename(tmp.c_str(), path.c_str()) != 0) fail_errno("publish " + path, errno);
     auto store = std::make_shared<TcpStore>(net::resolve("127.0.0.1", port), secret, timeout);
-    return {store, job_key_of(secret), path};
+    return {store, wire::job_key_of(secret), path};
   }
   // Other ranks: wait for the file, then connect; a stale file (old job) fails to connect or
   // authenticate, so keep retrying until the deadline.
@@ -125,7 +123,7 @@ static Rendezvous file_rendezvous(const LaunchEnv& e, double timeout_s) {
       try {
         wire::Secret secret = wire::secret_from_hex(hex);
         auto store = std::make_shared<TcpStore>(net::resolve(addr), secret, std::chrono::milliseconds(2000));
-        return {store, job_key_of(secret), ""};
+        return {store, wire::job_key_of(secret), ""};
       } catch (const Error& err) {
         last = err.what();
       }
@@ -143,8 +141,8 @@ Rendezvous rendezvous_from_env(const LaunchEnv& e, double timeout_s) {
   if (e.secret_hex.empty()) log::warn(log::Boot, "no CORAL_SECRET: using a secret derived from the job's environment");
   net::SockAddr addr = net::resolve(e.root);
   if (e.rank == 0 && !e.root_hosted_elsewhere)
-    serve_store_at(net::resolve(addr.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", addr.port()), secret);
-  return {std::make_shared<TcpStore>(addr, secret, timeout), job_key_of(secret), ""};
+    serve_store_at(net::any_address(addr.ss.ss_family == AF_INET6, addr.port()), secret);
+  return {std::make_shared<TcpStore>(addr, secret, timeout), wire::job_key_of(secret), ""};
 }
 
 }  // namespace coral::bootstrap

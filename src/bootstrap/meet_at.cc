@@ -37,8 +37,7 @@ UniqueId serve(const UniqueId& at, int nranks, milliseconds timeout, const std::
   std::unique_ptr<TcpStoreServer> server;
   for (const auto give_up = Clock::now() + std::min(timeout, milliseconds(2000)); !server;) {
     try {
-      server = std::make_unique<TcpStoreServer>(net::resolve(v6 ? "::" : "0.0.0.0", where.port()), at.secret, false,
-                                                milliseconds(0));
+      server = std::make_unique<TcpStoreServer>(net::any_address(v6, where.port()), at.secret, false, milliseconds(0));
     } catch (const Error& e) {
       if (Clock::now() >= give_up || (cancel && cancel->cancelled()))
         fail(e.code(), fmt::format("rank 0 cannot serve the rendezvous at {}: {}", at.addr, e.what()));
@@ -101,7 +100,7 @@ UniqueId join(const UniqueId& at, int nranks, int rank, milliseconds timeout,
 UniqueId fresh_store(milliseconds idle_timeout, const std::string& host, bool v6) {
   UniqueId id;
   id.secret = wire::random_secret();
-  const int port = start_detached_store_server(net::resolve(v6 ? "::" : "0.0.0.0", 0), id.secret, idle_timeout);
+  const int port = start_detached_store_server(net::any_address(v6, 0), id.secret, idle_timeout);
   std::string h = host;
   if (h.empty()) {
     h = net::default_host_address();

@@ -32,6 +32,8 @@ Secret random_secret();
 // seed (an address, a job's identity). It keeps strangers' stores apart, it protects nothing.
 Secret derived_secret(const std::string& seed);
 std::string secret_to_hex(const Secret& s);
+// The first 16 hex digits: what names a job's keys in its store and its shared memory.
+inline std::string job_key_of(const Secret& s) { return secret_to_hex(s).substr(0, 16); }
 // Throws coralInvalidArgument when hex is not 64 hex digits.
 Secret secret_from_hex(const std::string& hex);
 bool secrets_equal(const uint8_t* a, const uint8_t* b);  // constant time

@@ -77,11 +77,10 @@ coralResult_t coralGetUniqueIdAt(const char* address, coralUniqueId* id) {
     if (!id) fail(coralInvalidArgument, "uniqueId is NULL");
     if (!address) fail(coralInvalidArgument, "address is NULL");
     const std::string addr = address;
-    coral::bootstrap::UniqueId at{addr, {}, true};
-    coral::bootstrap::encode_unique_id(at, id->internal);  // checks the address
-    // From the port alone: localhost:P and 127.0.0.1:P are one meeting place.
-    at.secret = coral::bootstrap::wire::derived_secret("coral-id-at|" + addr.substr(addr.rfind(':') + 1));
-    coral::bootstrap::encode_unique_id(at, id->internal);
+    // From the port alone: localhost:P and 127.0.0.1:P are one meeting place. (Encoding checks
+    // the address.)
+    const auto secret = coral::bootstrap::wire::derived_secret("coral-id-at|" + addr.substr(addr.rfind(':') + 1));
+    coral::bootstrap::encode_unique_id({addr, secret, true}, id->internal);
   });
 }
 
@@ -106,7 +105,7 @@ coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUnique
     // creation takes its number now, so that one created after it cannot take the same. One met
     // at an address has a fresh store of its own: the first there.
     const std::string prefix =
-        uid.rank0_serves ? "" : next_prefix(coral::bootstrap::wire::secret_to_hex(uid.secret).substr(0, 16), rank);
+        uid.rank0_serves ? "" : next_prefix(coral::bootstrap::wire::job_key_of(uid.secret), rank);
     auto cancel = opt.blocking ? nullptr : std::make_shared<coral::bootstrap::CancelToken>();
     auto create = [uid, prefix, opt, nranks, rank, cancel] {
       coral::Communicator::check_settings();
@@ -115,7 +114,7 @@ coralResult_t coralCommInitRankConfig(coralComm_t* comm, int nranks, coralUnique
       const coral::bootstrap::UniqueId id =
           uid.rank0_serves ? coral::bootstrap::meet_at(uid, nranks, rank, ms, cancel) : uid;
       const std::string name =
-          prefix.empty() ? coral::bootstrap::wire::secret_to_hex(id.secret).substr(0, 16) + "/c0" : prefix;
+          uid.rank0_serves ? next_prefix(coral::bootstrap::wire::job_key_of(id.secret), rank) : prefix;
       auto store = std::make_shared<coral::bootstrap::TcpStore>(coral::net::resolve(id.addr), id.secret, ms, cancel);
       return std::make_unique<coral::Communicator>(store, name, rank, nranks, opt.timeout_s);
     };

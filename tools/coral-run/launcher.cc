@@ -113,14 +113,15 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
   dup2(err[1], 2);
   close(out[0]);
   close(err[0]);
-  setenv("CORAL_RANK", std::to_string(opt.node_rank * opt.nranks + rank).c_str(), 1);
+  const int global = opt.node_rank * opt.nranks + rank;
+  setenv("CORAL_RANK", std::to_string(global).c_str(), 1);
   setenv("CORAL_SIZE", std::to_string(opt.nnodes * opt.nranks).c_str(), 1);
   setenv("CORAL_LOCAL_RANK", std::to_string(rank).c_str(), 1);
   setenv("CORAL_LOCAL_SIZE", std::to_string(opt.nranks).c_str(), 1);
   setenv("CORAL_ROOT", root.c_str(), 1);
   setenv("CORAL_SECRET", secret.c_str(), 1);
   // What torchrun exports, so torch's env:// rendezvous works under coral-run too.
-  setenv("RANK", std::to_string(opt.node_rank * opt.nranks + rank).c_str(), 1);
+  setenv("RANK", std::to_string(global).c_str(), 1);
   setenv("WORLD_SIZE", std::to_string(opt.nnodes * opt.nranks).c_str(), 1);
   setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
   setenv("LOCAL_WORLD_SIZE", std::to_string(opt.nranks).c_str(), 1);
@@ -129,8 +130,7 @@ pid_t spawn(const Options& opt, int rank, int out[2], int err[2], const sigset_t
   setenv("MASTER_PORT", std::to_string(torch_master.second).c_str(), 1);
   if (!cpus.empty()) {
     std::string why = bind_rank(cpus, rank);
-    if (!why.empty())
-      std::fprintf(stderr, "coral-run: rank %d runs unbound: %s\n", opt.node_rank * opt.nranks + rank, why.c_str());
+    if (!why.empty()) std::fprintf(stderr, "coral-run: rank %d runs unbound: %s\n", global, why.c_str());
   }
   std::vector<char*> argv;
   for (const std::string& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -197,9 +197,8 @@ int launch(const Options& opt) {
   } else if (opt.node_rank == 0) {
     // Served on every interface at the root's port: the other nodes reach it at root.
     net::SockAddr at = net::resolve(root);
-    store = std::make_unique<bootstrap::TcpStoreServer>(
-        net::resolve(at.ss.ss_family == AF_INET6 ? "::" : "0.0.0.0", at.port()), secret, false,
-        std::chrono::milliseconds(0));
+    store = std::make_unique<bootstrap::TcpStoreServer>(net::any_address(at.ss.ss_family == AF_INET6, at.port()),
+                                                        secret, false, std::chrono::milliseconds(0));
   }
 
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -209,6 +208,7 @@ int launch(const Options& opt) {
   if (resolve_bind(opt.bind, opt.nranks, opt.nnodes, cpus.size()) != Bind::Core) cpus.clear();
   std::vector<Rank> ranks(opt.nranks);
   std::vector<Stream> streams;
+  const int first_rank = opt.node_rank * opt.nranks;  // output and messages name global ranks
   for (int r = 0; r < opt.nranks; ++r) {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
@@ -220,8 +220,8 @@ int launch(const Options& opt) {
     if (ranks[r].pid > 0) setpgid(ranks[r].pid, ranks[r].pid);
     close(out[1]);
     close(err[1]);
-    streams.push_back({out[0], opt.node_rank * opt.nranks + r, stdout, {}});
-    streams.push_back({err[0], opt.node_rank * opt.nranks + r, stderr, {}});
+    streams.push_back({out[0], first_rank + r, stdout, {}});
+    streams.push_back({err[0], first_rank + r, stderr, {}});
   }
 
   const auto started = Clock::now();
@@ -229,7 +229,6 @@ int launch(const Options& opt) {
   std::string why;
   Clock::time_point kill_at{};
   bool stopping = false;
-  const int first_rank = opt.node_rank * opt.nranks;  // messages name global ranks
   auto stop_all = [&](int sig) {
     for (Rank& r : ranks) {
       if (!r.running) continue;
